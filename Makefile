@@ -1,0 +1,143 @@
+# zvmm: `make` builds build/zvmm, `make test` runs every test, `make bench`
+# measures the backends, `make deps` installs what the build needs.
+# V=1 shows full command lines; SANITIZE=address,undefined or
+# SANITIZE=thread builds (and tests) with sanitizers under their own tree.
+
+comma := ,
+ifneq ($(SANITIZE),)
+O ?= build/sanitize-$(subst $(comma),-,$(SANITIZE))
+else
+O ?= build
+endif
+
+CC ?= gcc
+CROSS_CC ?= aarch64-linux-gnu-gcc
+QEMU_AARCH64 ?= qemu-aarch64
+PKG_CONFIG ?= pkg-config
+
+HOST_ARCH := $(shell uname -m)
+ifeq ($(HOST_ARCH),x86_64)
+ARCH_DIR := arch/x86
+else ifeq ($(HOST_ARCH),aarch64)
+ARCH_DIR := arch/arm64
+else
+$(error zvmm builds on x86_64 and aarch64 hosts, not $(HOST_ARCH))
+endif
+
+DEB_PACKAGES := gcc make pkg-config libnuma-dev liburing-dev \
+	libcriterion-dev libinih-dev gcc-aarch64-linux-gnu \
+	libc6-dev-arm64-cross qemu-user gnuplot-nox
+
+WARNINGS := -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes \
+	-Wformat=2 -Wshadow -Wno-format-nonliteral
+
+CFLAGS ?= -O2 -g
+override CFLAGS += -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -MMD -MP
+LIBS_PC := numa liburing inih
+PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(LIBS_PC) 2>/dev/null)
+PC_LIBS = $(shell $(PKG_CONFIG) --libs $(LIBS_PC) 2>/dev/null)
+CRIT_CFLAGS = $(shell $(PKG_CONFIG) --cflags criterion 2>/dev/null)
+CRIT_LIBS = $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
+override CFLAGS += $(PC_CFLAGS)
+LDLIBS := $(PC_LIBS) -lpthread
+
+ifneq ($(SANITIZE),)
+override CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+override LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+
+ifeq ($(V),1)
+Q :=
+quiet = @:
+else
+Q := @
+quiet = @printf '  %-8s %s\n'
+endif
+
+LIB_SRCS := lib/log.c lib/size.c
+ARCH_SRCS := $(wildcard $(ARCH_DIR)/*.c $(ARCH_DIR)/*.S) arch/generic/clear.c
+ZERO_SRCS := zeroing/backend.c zeroing/calibrate.c zeroing/hugetlb.c
+BENCH_SRCS := bench/bench.c bench/plot.c
+CORE_SRCS := $(LIB_SRCS) $(ARCH_SRCS) $(ZERO_SRCS) $(BENCH_SRCS)
+MAIN_SRCS := vmm/main.c
+TEST_SRCS := $(wildcard tests/test_*.c) tests/helpers.c
+
+obj = $(patsubst %,$(O)/%.o,$(basename $(1)))
+CORE_OBJS := $(call obj,$(CORE_SRCS))
+MAIN_OBJS := $(call obj,$(MAIN_SRCS))
+TEST_OBJS := $(call obj,$(TEST_SRCS))
+
+# The arm64 backends, cross-built and run under qemu-aarch64 (static, so
+# no arm64 libraries are needed on the host).
+ARM64_SRCS := arch/arm64/clear.c arch/arm64/cpu.c arch/generic/clear.c \
+	zeroing/backend.c lib/log.c lib/size.c tests/arm64/test_arm64.c
+ARM64_TEST := $(O)/tests/arm64/test-arm64
+
+.DELETE_ON_ERROR:
+.PHONY: all test test-arm64 test-unit bench deps clean format
+
+all: $(O)/zvmm
+
+$(O)/zvmm: $(CORE_OBJS) $(MAIN_OBJS)
+	$(quiet) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(O)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(quiet) CC $@
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
+$(O)/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(quiet) AS $@
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+
+$(O)/tests/%.o: override CFLAGS += $(CRIT_CFLAGS)
+
+$(O)/tests/zvmm-tests: $(TEST_OBJS) $(CORE_OBJS)
+	$(quiet) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CRIT_LIBS) $(LDLIBS)
+
+$(ARM64_TEST): $(ARM64_SRCS) $(wildcard arch/*.h arch/*/*.h zeroing/*.h lib/*.h)
+	@mkdir -p $(dir $@)
+	@command -v $(CROSS_CC) >/dev/null || { echo "$(CROSS_CC) not found: run 'make deps'" >&2; exit 1; }
+	$(quiet) CROSS $@
+	$(Q)$(CROSS_CC) -O2 -g -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -static \
+		-o $@ $(ARM64_SRCS) -lpthread
+
+# The arm64 tests run on two CPU models: "max" (64-byte DC ZVA blocks)
+# and a64fx (256-byte blocks, so the head and tail paths are taken).
+test-arm64: $(ARM64_TEST)
+ifeq ($(HOST_ARCH),aarch64)
+	$(Q)$(ARM64_TEST)
+else
+	@command -v $(QEMU_AARCH64) >/dev/null || { echo "$(QEMU_AARCH64) not found: run 'make deps'" >&2; exit 1; }
+	$(Q)$(QEMU_AARCH64) -cpu max $(ARM64_TEST)
+	$(Q)$(QEMU_AARCH64) -cpu a64fx $(ARM64_TEST)
+endif
+
+# Criterion runs each test in its own process; -j1 because the hugepage
+# tests change the kernel's pool counts and must not overlap.
+test-unit: $(O)/zvmm $(O)/tests/zvmm-tests
+	$(Q)ZVMM_BIN=$(O)/zvmm $(O)/tests/zvmm-tests -j1 $(TEST_ARGS)
+
+test: test-arm64 test-unit
+
+bench: $(O)/zvmm
+	$(Q)$(O)/zvmm bench $(BENCH_ARGS)
+
+deps:
+	@if [ "$$(id -u)" = 0 ]; then \
+		apt-get update && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y --no-install-recommends $(DEB_PACKAGES); \
+	else \
+		echo "run as root, or: sudo apt-get install -y --no-install-recommends $(DEB_PACKAGES)"; \
+	fi
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build
+
+-include $(shell find $(O) -name '*.d' 2>/dev/null)

@@ -1,0 +1,558 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/mman.h>
+
+#include "../lib/log.h"
+#include "../lib/size.h"
+#include "../zeroing/backend.h"
+#include "../zeroing/calibrate.h"
+#include "../zeroing/hugetlb.h"
+#include "bench.h"
+#include "plot.h"
+
+#define BENCH_MAX_REPS 64
+
+/* Extent sizes of the table; the kernel bounds its extents at 8 MiB. */
+static const uint64_t bench_extents[] = {
+	SZ_4K, SZ_64K, SZ_2M, SZ_8M, 32 * SZ_1M, SZ_1G,
+};
+#define BENCH_NR_EXTENTS (sizeof(bench_extents) / sizeof(bench_extents[0]))
+
+struct bench {
+	const struct bench_opts *o;
+	struct bench_result res[BENCH_MAX_RESULTS];
+	unsigned int nr;
+	const struct zero_backend *sel[ZERO_PROFILE_MAX_BACKENDS];
+	unsigned int nsel;
+	unsigned int step, steps;
+	bool progress;
+	FILE *table; /* stdout, or stderr when the JSON takes stdout */
+	FILE *json;
+	struct zero_hugetlb_resv resv_2m, resv_1g;
+	char *region;
+	uint64_t region_bytes, region_page;
+	const char *backing;
+};
+
+static volatile sig_atomic_t bench_stop;
+
+/*
+ * The first SIGINT/SIGTERM asks the loops to stop after the current pass
+ * (a pass over the region takes well under a second); a second one puts
+ * the hugepage counts back from here and leaves at once.
+ */
+static void bench_on_signal(int sig)
+{
+	if (bench_stop) {
+		zero_hugetlb_release_all_async();
+		_exit(128 + sig);
+	}
+	bench_stop = sig;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void progress(struct bench *bn, const char *what, uint64_t extent,
+		     unsigned int rep)
+{
+	char label[16];
+
+	if (!bn->progress)
+		return;
+	fprintf(stderr, "\r\033[K[%3u/%3u] %-22s %4s  rep %u/%u", bn->step,
+		bn->steps, what, size_label(extent, label, sizeof(label)), rep,
+		bn->o->reps);
+	fflush(stderr);
+}
+
+static void progress_done(struct bench *bn)
+{
+	if (bn->progress)
+		fprintf(stderr, "\r\033[K");
+}
+
+/* Records the median and range of @reps timings of @bytes each. */
+static void record(struct bench *bn, const char *method, uint64_t page,
+		   uint64_t extent, uint64_t bytes, double *t)
+{
+	struct bench_result *r;
+	unsigned int n = bn->o->reps;
+
+	if (bn->nr == BENCH_MAX_RESULTS)
+		return;
+	r = &bn->res[bn->nr++];
+	qsort(t, n, sizeof(*t), cmp_double);
+	snprintf(r->method, sizeof(r->method), "%s", method);
+	r->page_bytes = page;
+	r->extent_bytes = extent;
+	r->threads = 1;
+	r->reps = n;
+	r->gbps = (double)bytes / t[n / 2] / 1e9;
+	r->gbps_min = (double)bytes / t[n - 1] / 1e9;
+	r->gbps_max = (double)bytes / t[0] / 1e9;
+}
+
+/*
+ * One `perf bench mem map` pass: map @bytes of anonymous hugetlb memory
+ * and either touch one byte per page (demand) or let MAP_POPULATE fault
+ * it all in; either way the kernel zeroes every page. munmap is not
+ * timed.
+ */
+static int kernel_fault(uint64_t bytes, uint64_t page, bool populate,
+			double *secs)
+{
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB |
+		    (page == SZ_1G ? MAP_HUGE_1GB : MAP_HUGE_2MB) |
+		    (populate ? MAP_POPULATE : 0);
+	volatile char *p;
+	double t0 = zero_now();
+
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	if (!populate)
+		for (uint64_t off = 0; off < bytes; off += page)
+			p[off] = 1;
+	*secs = zero_now() - t0;
+	munmap((void *)p, bytes);
+	return 0;
+}
+
+static int bench_kernel(struct bench *bn, uint64_t page,
+			struct zero_hugetlb_resv *resv)
+{
+	static const char *const methods[] = { "kernel:demand",
+					       "kernel:populate" };
+	uint64_t count = (bn->o->size + page - 1) / page;
+	uint64_t bytes = count * page;
+	double t[BENCH_MAX_REPS], warm;
+	char sz[32];
+	int ret;
+
+	ret = zero_hugetlb_reserve(page, (long)count, resv);
+	if (ret) {
+		pr_warn("cannot reserve %llu hugepages of %s (%s): kernel rows for that page size are skipped",
+			(unsigned long long)count,
+			size_format(page, sz, sizeof(sz)), strerror(-ret));
+		bn->step += 2;
+		return 0;
+	}
+	/* An untimed pass first: the pool's pages may be cold (section 7). */
+	ret = kernel_fault(bytes, page, false, &warm);
+	for (unsigned int m = 0; m < 2 && !ret; m++) {
+		bn->step++;
+		for (unsigned int r = 0; r < bn->o->reps && !ret; r++) {
+			progress(bn, methods[m], page, r + 1);
+			ret = bench_stop ? -EINTR :
+					   kernel_fault(bytes, page, m, &t[r]);
+		}
+		if (!ret)
+			record(bn, methods[m], page, page, bytes, t);
+	}
+	if (ret && ret != -EINTR)
+		pr_err("mapping %s of %s hugepages failed: %s",
+		       size_format(bytes, sz, sizeof(sz)),
+		       size_format(page, sz + 16, sizeof(sz) - 16),
+		       strerror(-ret));
+	return ret;
+}
+
+/*
+ * The region the backends clear: 1 GiB hugepages when they can be had,
+ * else 2 MiB ones, else transparent hugepages. Written once before any
+ * timing so no pass pays for first touch.
+ */
+static int region_map(struct bench *bn)
+{
+	uint64_t size = bn->o->size;
+	int hflags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE;
+	void *p = MAP_FAILED;
+
+	if (size % SZ_1G == 0 &&
+	    (bn->resv_1g.slot >= 0 ||
+	     !zero_hugetlb_reserve(SZ_1G, (long)(size / SZ_1G), &bn->resv_1g))) {
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			 hflags | MAP_HUGE_1GB, -1, 0);
+		bn->region_page = SZ_1G;
+		bn->backing = "1 GiB hugetlb pages";
+	}
+	if (p == MAP_FAILED &&
+	    !zero_hugetlb_reserve(SZ_2M, (long)(size / SZ_2M), &bn->resv_2m)) {
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			 hflags | MAP_HUGE_2MB, -1, 0);
+		bn->region_page = SZ_2M;
+		bn->backing = "2 MiB hugetlb pages";
+	}
+	if (p == MAP_FAILED) {
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return -errno;
+		madvise(p, size, MADV_HUGEPAGE);
+		bn->region_page = SZ_2M;
+		bn->backing =
+			"transparent hugepages (no hugetlb pages could be reserved)";
+	}
+	bn->region = p;
+	bn->region_bytes = size;
+	memset(bn->region, 0x5a, size);
+	return 0;
+}
+
+static int bench_backends(struct bench *bn)
+{
+	double t[BENCH_MAX_REPS];
+	char method[48];
+
+	for (unsigned int i = 0; i < bn->nsel; i++) {
+		const struct zero_backend *b = bn->sel[i];
+
+		snprintf(method, sizeof(method), "backend:%s", b->name);
+		for (unsigned int e = 0; e < BENCH_NR_EXTENTS; e++) {
+			uint64_t ext = bench_extents[e];
+
+			if (ext > bn->region_bytes)
+				continue;
+			bn->step++;
+			for (unsigned int r = 0; r < bn->o->reps; r++) {
+				if (bench_stop)
+					return -EINTR;
+				progress(bn, method, ext, r + 1);
+				t[r] = zero_time_pass(b, bn->region,
+						      bn->region_bytes, ext);
+			}
+			record(bn, method, bn->region_page, ext,
+			       bn->region_bytes, t);
+		}
+	}
+	return 0;
+}
+
+static const struct bench_result *find(const struct bench *bn,
+				       const char *method, uint64_t page,
+				       uint64_t extent)
+{
+	for (unsigned int i = 0; i < bn->nr; i++) {
+		const struct bench_result *r = &bn->res[i];
+
+		if (!strcmp(r->method, method) &&
+		    (!page || r->page_bytes == page) &&
+		    (!extent || r->extent_bytes == extent))
+			return r;
+	}
+	return NULL;
+}
+
+/* The reference every ratio is taken against: kernel 2 MiB faults. */
+static double kernel_ref(const struct bench *bn)
+{
+	const struct bench_result *k = find(bn, "kernel:demand", SZ_2M, 0);
+
+	return k ? k->gbps : 0;
+}
+
+static void print_table(struct bench *bn)
+{
+	const struct bench_result *best = NULL, *r, *b1g;
+	double ref = kernel_ref(bn), top = 0;
+	char cpu[64], feat[128], sz[32], page[16], ext[16];
+	FILE *f = bn->table;
+
+	arch_cpu_model(cpu, sizeof(cpu));
+	zero_features_format(zero_cpu_features(), feat, sizeof(feat));
+	fprintf(f, "zvmm bench: %s, %s (%s), 1 thread\n", cpu, arch_name,
+		feat);
+	fprintf(f,
+		"region: %s on %s, written once before timing (warm); %u repetitions; median GB/s (1 GB = 1e9 bytes)\n\n",
+		size_format(bn->region_bytes, sz, sizeof(sz)), bn->backing,
+		bn->o->reps);
+	fprintf(f, "%-24s %5s %6s %9s  %-17s %s\n", "method", "page",
+		"extent", "GB/s", "(min - max)", "x kernel:demand 2M");
+	for (unsigned int i = 0; i < bn->nr; i++) {
+		char range[32];
+
+		r = &bn->res[i];
+		snprintf(range, sizeof(range), "(%.1f - %.1f)", r->gbps_min,
+			 r->gbps_max);
+		fprintf(f, "%-24s %5s %6s %9.1f  %-17s ", r->method,
+			size_label(r->page_bytes, page, sizeof(page)),
+			size_label(r->extent_bytes, ext, sizeof(ext)), r->gbps,
+			range);
+		if (ref > 0)
+			fprintf(f, "%5.2f\n", r->gbps / ref);
+		else
+			fprintf(f, "  n/a\n");
+		if (!strncmp(r->method, "backend:", 8) &&
+		    r->extent_bytes == SZ_2M && (!best || r->gbps > best->gbps))
+			best = r;
+	}
+	if (!best)
+		return;
+	fprintf(f, "\nbest at 2M extents: %s %.1f GB/s", best->method,
+		best->gbps);
+	if (ref > 0)
+		fprintf(f, " = %.2fx kernel:demand 2M (%.1f GB/s)", best->gbps / ref,
+			ref);
+	fprintf(f, "\n");
+	for (unsigned int i = 0; i < bn->nr; i++)
+		if (!strcmp(bn->res[i].method, best->method) &&
+		    bn->res[i].gbps > top)
+			top = bn->res[i].gbps;
+	b1g = find(bn, best->method, 0, SZ_1G);
+	if (b1g)
+		fprintf(f,
+			"%s at 1G extents: %.1f GB/s = %.2fx its best extent rate (%.1f GB/s)\n",
+			best->method, b1g->gbps, b1g->gbps / top, top);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fprintf(f, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			fprintf(f, "\\u%04x", *s);
+		else
+			fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static int write_json(struct bench *bn)
+{
+	double ref = kernel_ref(bn);
+	char cpu[64], feat[128];
+	FILE *f = bn->json;
+
+	arch_cpu_model(cpu, sizeof(cpu));
+	zero_features_format(zero_cpu_features(), feat, sizeof(feat));
+	fprintf(f, "{ \"version\": 1, \"cpu\": ");
+	json_str(f, cpu);
+	fprintf(f, ", \"arch\": \"%s\", \"features\": ", arch_name);
+	json_str(f, feat);
+	fprintf(f, ", \"warm\": true, \"reps\": %u,\n", bn->o->reps);
+	fprintf(f, "  \"region\": { \"bytes\": %llu, \"page_bytes\": %llu, \"backing\": ",
+		(unsigned long long)bn->region_bytes,
+		(unsigned long long)bn->region_page);
+	json_str(f, bn->backing);
+	fprintf(f, " },\n  \"results\": [");
+	for (unsigned int i = 0; i < bn->nr; i++) {
+		const struct bench_result *r = &bn->res[i];
+
+		fprintf(f,
+			"%s\n    { \"method\": \"%s\", \"page_bytes\": %llu, \"extent_bytes\": %llu, \"threads\": %u, \"gbps\": %.3f, \"gbps_min\": %.3f, \"gbps_max\": %.3f",
+			i ? "," : "", r->method,
+			(unsigned long long)r->page_bytes,
+			(unsigned long long)r->extent_bytes, r->threads,
+			r->gbps, r->gbps_min, r->gbps_max);
+		if (ref > 0)
+			fprintf(f, ", \"ratio_kernel_demand_2m\": %.3f",
+				r->gbps / ref);
+		fprintf(f, " }");
+	}
+	fprintf(f, "\n  ] }\n");
+	return fflush(f) || ferror(f) ? -EIO : 0;
+}
+
+/* Resolves --backends (or every backend that runs here). */
+static int select_backends(struct bench *bn)
+{
+	const struct zero_backend *b;
+	char why[512], *list, *tok, *save;
+	unsigned int i;
+	int ret = 0;
+
+	if (!bn->o->backends) {
+		for_each_backend(i, b)
+			if (zero_backend_runs_here(b))
+				bn->sel[bn->nsel++] = b;
+		return 0;
+	}
+	list = strdup(bn->o->backends);
+	if (!list)
+		return -ENOMEM;
+	for (tok = strtok_r(list, ",", &save); tok && !ret;
+	     tok = strtok_r(NULL, ",", &save)) {
+		ret = zero_backend_find(tok, &b, why, sizeof(why));
+		if (ret)
+			pr_err("%s", why);
+		else if (bn->nsel < ZERO_PROFILE_MAX_BACKENDS)
+			bn->sel[bn->nsel++] = b;
+	}
+	free(list);
+	if (!ret && !bn->nsel) {
+		pr_err("--backends names no backend");
+		ret = -EINVAL;
+	}
+	/* An unknown name is a usage error; a known one that cannot run
+	 * here is a missing resource (the CPU feature). */
+	return ret == -ENOENT ? -EINVAL : ret;
+}
+
+/*
+ * Everything that can be known before memory is touched: the options,
+ * the memory this machine has, and whether this process may reserve
+ * the hugepages the kernel rows need.
+ */
+static int preflight(struct bench *bn)
+{
+	const struct bench_opts *o = bn->o;
+	uint64_t avail, need, n2m, n1g;
+	char a[32], b[32], path[96];
+	long nr, nfree;
+	int ret;
+
+	if (o->reps < 1 || o->reps > BENCH_MAX_REPS) {
+		pr_err("--reps %u is out of range: give 1 to %d",
+		       o->reps, BENCH_MAX_REPS);
+		return -EINVAL;
+	}
+	if (o->size % SZ_2M) {
+		pr_err("--size %s is not a multiple of 2 MiB: round it to whole hugepages, e.g. --size 4G",
+		       size_format(o->size, a, sizeof(a)));
+		return -EINVAL;
+	}
+	ret = select_backends(bn);
+	if (ret)
+		return ret;
+	if (o->plot_dir) {
+		ret = bench_plot_check(o->plot_dir);
+		if (ret)
+			return ret;
+	}
+	ret = zero_mem_available(&avail);
+	if (ret) {
+		pr_err("cannot read /proc/meminfo: %s", strerror(-ret));
+		return ret;
+	}
+	/* The kernel's 1 GiB rows round the region up to whole pages. */
+	need = (o->size + SZ_1G - 1) / SZ_1G * SZ_1G;
+	if (need > avail) {
+		pr_err("--size %s needs %s of memory but only %s is free (MemAvailable plus free hugepages): choose a smaller --size",
+		       size_format(o->size, a, sizeof(a)),
+		       size_format(need, b, sizeof(b)),
+		       size_format(avail & ~(SZ_1M - 1), path, sizeof(path)));
+		return -ENOMEM;
+	}
+	if (geteuid() == 0)
+		return 0;
+	n2m = o->size / SZ_2M;
+	n1g = need / SZ_1G;
+	if (!zero_hugetlb_counts(SZ_2M, &nr, &nfree) && (uint64_t)nfree < n2m) {
+		pr_err("bench needs %llu free 2 MiB hugepages (%ld free) and only root may reserve them: run as root, or: echo %llu | sudo tee %s",
+		       (unsigned long long)n2m, nfree,
+		       (unsigned long long)(nr + (long)n2m - nfree),
+		       zero_hugetlb_path(SZ_2M, "nr_hugepages", path,
+					 sizeof(path)));
+		return -EACCES;
+	}
+	if (!zero_hugetlb_counts(SZ_1G, &nr, &nfree) && (uint64_t)nfree < n1g) {
+		pr_err("bench needs %llu free 1 GiB hugepages (%ld free) and only root may reserve them: run as root, or: echo %llu | sudo tee %s",
+		       (unsigned long long)n1g, nfree,
+		       (unsigned long long)(nr + (long)n1g - nfree),
+		       zero_hugetlb_path(SZ_1G, "nr_hugepages", path,
+					 sizeof(path)));
+		return -EACCES;
+	}
+	return 0;
+}
+
+static int open_json(struct bench *bn)
+{
+	const char *path = bn->o->json;
+
+	bn->table = stdout;
+	if (!path)
+		return 0;
+	if (!strcmp(path, "-")) {
+		bn->json = stdout;
+		bn->table = stderr;
+		return 0;
+	}
+	bn->json = fopen(path, "we");
+	if (!bn->json) {
+		pr_err("cannot write --json %s: %s", path, strerror(errno));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int bench_run(const struct bench_opts *o)
+{
+	struct sigaction sa = { .sa_handler = bench_on_signal }, old_int,
+			 old_term;
+	struct bench *bn;
+	int ret;
+
+	bn = calloc(1, sizeof(*bn));
+	if (!bn)
+		return -ENOMEM;
+	bn->o = o;
+	bn->resv_2m = (struct zero_hugetlb_resv)ZERO_HUGETLB_RESV_INIT;
+	bn->resv_1g = (struct zero_hugetlb_resv)ZERO_HUGETLB_RESV_INIT;
+	ret = preflight(bn);
+	if (!ret)
+		ret = open_json(bn);
+	if (ret)
+		goto out_free;
+
+	bench_stop = 0;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	bn->progress = !o->quiet && isatty(STDERR_FILENO);
+	bn->steps = 4 + bn->nsel * BENCH_NR_EXTENTS;
+
+	ret = bench_kernel(bn, SZ_2M, &bn->resv_2m);
+	zero_hugetlb_release(&bn->resv_2m);
+	if (!ret)
+		ret = bench_kernel(bn, SZ_1G, &bn->resv_1g);
+	if (!ret && !bench_stop) {
+		ret = region_map(bn);
+		if (ret)
+			pr_err("cannot map a %llu-byte region: %s",
+			       (unsigned long long)o->size, strerror(-ret));
+	}
+	if (!ret)
+		ret = bench_backends(bn);
+	if (bench_stop)
+		ret = -EINTR;
+	progress_done(bn);
+	if (bn->region)
+		munmap(bn->region, bn->region_bytes);
+	zero_hugetlb_release(&bn->resv_2m);
+	zero_hugetlb_release(&bn->resv_1g);
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+
+	if (ret == -EINTR)
+		pr_err("interrupted by %s; hugepage counts restored",
+		       strsignal(bench_stop));
+	if (ret)
+		goto out_close;
+	print_table(bn);
+	if (bn->json)
+		ret = write_json(bn);
+	if (!ret && o->plot_dir)
+		ret = bench_plot(o->plot_dir, bn->res, bn->nr);
+out_close:
+	if (bn->json && bn->json != stdout)
+		fclose(bn->json);
+out_free:
+	free(bn);
+	return ret;
+}

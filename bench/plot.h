@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZVMM_BENCH_PLOT_H
+#define ZVMM_BENCH_PLOT_H
+
+#include <stdint.h>
+
+#define BENCH_MAX_RESULTS 128
+
+/* One row of the table: a method at one page and extent size. */
+struct bench_result {
+	char method[48]; /* "backend:clzero", "kernel:demand", ... */
+	uint64_t page_bytes;
+	uint64_t extent_bytes;
+	unsigned int threads;
+	unsigned int reps;
+	double gbps; /* median */
+	double gbps_min;
+	double gbps_max;
+};
+
+/*
+ * Checks that a plot can be made into @dir: gnuplot is installed and
+ * the directory exists or can be created. Prints the remedy and returns
+ * a negative errno otherwise.
+ */
+int bench_plot_check(const char *dir) __attribute__((warn_unused_result));
+
+/*
+ * Writes @dir/bench-gbps.{dat,gp} and has gnuplot draw
+ * @dir/bench-gbps.svg: GB/s against extent size, one line per method,
+ * min-max as error bars.
+ */
+int bench_plot(const char *dir, const struct bench_result *res,
+	       unsigned int nr) __attribute__((warn_unused_result));
+
+#endif

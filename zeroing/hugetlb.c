@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../lib/size.h"
+#include "hugetlb.h"
+
+#define RESV_SLOTS 4
+
+/* What the async release needs, prepared while reserving. */
+static struct {
+	volatile sig_atomic_t active;
+	char path[96];
+	char old[24];
+} slots[RESV_SLOTS];
+
+const char *zero_hugetlb_path(uint64_t page_bytes, const char *file,
+			      char *buf, size_t len)
+{
+	snprintf(buf, len, "/sys/kernel/mm/hugepages/hugepages-%llukB/%s",
+		 (unsigned long long)(page_bytes >> 10), file);
+	return buf;
+}
+
+static int read_long(const char *path, long *v)
+{
+	char buf[32];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return n < 0 ? -errno : -EIO;
+	buf[n] = '\0';
+	*v = strtol(buf, NULL, 10);
+	return 0;
+}
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = write(fd, s, strlen(s));
+	if (n < 0) {
+		n = -errno;
+		close(fd);
+		return (int)n;
+	}
+	close(fd);
+	return 0;
+}
+
+int zero_hugetlb_counts(uint64_t page_bytes, long *nr, long *free_pages)
+{
+	char path[96];
+	int ret;
+
+	ret = read_long(zero_hugetlb_path(page_bytes, "nr_hugepages", path,
+					  sizeof(path)),
+			nr);
+	if (ret)
+		return ret;
+	return read_long(zero_hugetlb_path(page_bytes, "free_hugepages", path,
+					   sizeof(path)),
+			 free_pages);
+}
+
+static int set_nr(uint64_t page_bytes, long nr)
+{
+	char path[96], val[24];
+
+	snprintf(val, sizeof(val), "%ld", nr);
+	return write_str(zero_hugetlb_path(page_bytes, "nr_hugepages", path,
+					   sizeof(path)),
+			 val);
+}
+
+int zero_hugetlb_reserve(uint64_t page_bytes, long want,
+			 struct zero_hugetlb_resv *r)
+{
+	long nr, nfree;
+	int ret, slot;
+
+	r->page_bytes = page_bytes;
+	r->slot = -1;
+	ret = zero_hugetlb_counts(page_bytes, &nr, &nfree);
+	if (ret)
+		return ret;
+	if (nfree >= want)
+		return 0;
+	for (slot = 0; slot < RESV_SLOTS && slots[slot].active; slot++)
+		;
+	if (slot == RESV_SLOTS)
+		return -EBUSY;
+	zero_hugetlb_path(page_bytes, "nr_hugepages", slots[slot].path,
+			  sizeof(slots[slot].path));
+	snprintf(slots[slot].old, sizeof(slots[slot].old), "%ld", nr);
+	slots[slot].active = 1;
+	r->old_nr = nr;
+	r->slot = slot;
+
+	ret = set_nr(page_bytes, nr + (want - nfree));
+	if (ret) {
+		zero_hugetlb_release(r);
+		return ret == -EPERM ? -EACCES : ret;
+	}
+	ret = zero_hugetlb_counts(page_bytes, &nr, &nfree);
+	if (ret || nfree < want) {
+		zero_hugetlb_release(r);
+		return ret ? ret : -ENOMEM;
+	}
+	return 0;
+}
+
+void zero_hugetlb_release(struct zero_hugetlb_resv *r)
+{
+	int ret;
+
+	if (r->slot < 0)
+		return;
+	/* Best effort: a failure here leaves pages a user can see. */
+	ret = set_nr(r->page_bytes, r->old_nr);
+	if (ret)
+		fprintf(stderr,
+			"zvmm: warning: could not restore %s to %ld: %s\n",
+			slots[r->slot].path, r->old_nr, strerror(-ret));
+	slots[r->slot].active = 0;
+	r->slot = -1;
+}
+
+void zero_hugetlb_release_all_async(void)
+{
+	for (int i = 0; i < RESV_SLOTS; i++) {
+		if (!slots[i].active)
+			continue;
+		int fd = open(slots[i].path, O_WRONLY | O_CLOEXEC);
+
+		if (fd >= 0) {
+			if (write(fd, slots[i].old, strlen(slots[i].old)) < 0) {
+				/* nothing more a signal handler can do */
+			}
+			close(fd);
+		}
+		slots[i].active = 0;
+	}
+}
+
+int zero_mem_available(uint64_t *bytes)
+{
+	static const uint64_t sizes[] = { SZ_2M, SZ_1G };
+	unsigned long long kb = 0;
+	char line[128];
+	long nr, nfree;
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	*bytes = (uint64_t)kb << 10;
+	for (unsigned int i = 0; i < 2; i++)
+		if (!zero_hugetlb_counts(sizes[i], &nr, &nfree) && nfree > 0)
+			*bytes += (uint64_t)nfree * sizes[i];
+	return 0;
+}
