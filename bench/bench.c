@@ -545,6 +545,7 @@ int bench_run(const struct bench_opts *o)
 	if (ret)
 		goto out_close;
 	print_table(bn);
+	fflush(bn->table);
 	if (bn->json)
 		ret = write_json(bn);
 	if (!ret && o->plot_dir)

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "helpers.h"
+
+const char *test_zvmm_bin(void)
+{
+	const char *b = getenv("ZVMM_BIN");
+
+	return b && *b ? b : "build/zvmm";
+}
+
+const char *test_reserve_hugepages(uint64_t page_bytes, long count,
+				   struct zero_hugetlb_resv *r)
+{
+	static char why[256];
+	long nr, nfree;
+	int ret;
+
+	*r = (struct zero_hugetlb_resv)ZERO_HUGETLB_RESV_INIT;
+	if (zero_hugetlb_counts(page_bytes, &nr, &nfree)) {
+		snprintf(why, sizeof(why),
+			 "kernel has no hugetlb pool of %llu kB pages",
+			 (unsigned long long)(page_bytes >> 10));
+		return why;
+	}
+	ret = zero_hugetlb_reserve(page_bytes, count, r);
+	if (ret) {
+		snprintf(why, sizeof(why),
+			 "needs %ld free %llu kB hugepages, %ld free, cannot reserve more: %s",
+			 count, (unsigned long long)(page_bytes >> 10), nfree,
+			 strerror(-ret));
+		return why;
+	}
+	return NULL;
+}
+
+long test_find_not(const void *p, size_t len, uint8_t v)
+{
+	const uint64_t *w = p;
+	uint64_t pat = 0x0101010101010101ull * v;
+	const uint8_t *b;
+	size_t i;
+
+	for (i = 0; i < len / 8; i++)
+		if (w[i] != pat)
+			break;
+	b = p;
+	for (i *= 8; i < len; i++)
+		if (b[i] != v)
+			return (long)i;
+	return -1;
+}
+
+long test_nr_hugepages(uint64_t page_bytes)
+{
+	long nr, nfree;
+
+	return zero_hugetlb_counts(page_bytes, &nr, &nfree) ? -1 : nr;
+}
+
+static void drain(int fd, struct test_run *r)
+{
+	ssize_t n;
+	char sink[4096];
+
+	for (;;) {
+		size_t room = sizeof(r->out) - 1 - r->out_len;
+
+		n = room ? read(fd, r->out + r->out_len, room) :
+			   read(fd, sink, sizeof(sink));
+		if (n <= 0)
+			break;
+		if (room)
+			r->out_len += (size_t)n;
+	}
+	r->out[r->out_len] = '\0';
+}
+
+int test_run_zvmm(const char *const *argv, bool as_user, int sig,
+		  unsigned int signal_after_ms, struct test_run *r)
+{
+	const char *args[32];
+	int pfd[2], st, n = 0;
+	pid_t pid;
+
+	args[n++] = test_zvmm_bin();
+	while (*argv && n < 31)
+		args[n++] = *argv++;
+	args[n] = NULL;
+	r->out_len = 0;
+	r->out[0] = '\0';
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		dup2(pfd[1], 1);
+		dup2(pfd[1], 2);
+		if (as_user && (setgid(65534) || setuid(65534)))
+			_exit(125);
+		execv(args[0], (char *const *)args);
+		_exit(126);
+	}
+	close(pfd[1]);
+	if (signal_after_ms) {
+		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
+		struct timespec t0, t;
+		long left = signal_after_ms;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		/* Wait without reading so output stays ordered. */
+		while (left > 0) {
+			poll(&p, 0, (int)left);
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			left = signal_after_ms -
+			       ((t.tv_sec - t0.tv_sec) * 1000 +
+				(t.tv_nsec - t0.tv_nsec) / 1000000);
+		}
+		kill(pid, sig);
+	}
+	drain(pfd[0], r);
+	close(pfd[0]);
+	if (waitpid(pid, &st, 0) < 0)
+		return -errno;
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return 0;
+}

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZVMM_TESTS_HELPERS_H
+#define ZVMM_TESTS_HELPERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../zeroing/hugetlb.h"
+
+/*
+ * Probes for what a test needs (root, hugepages, CPU features) live
+ * here; a test that lacks something calls cr_skip_test() with the reason
+ * these return, never passes silently.
+ */
+
+#define POISON 0xa5
+
+/* Path of the zvmm binary under test ($ZVMM_BIN, default build/zvmm). */
+const char *test_zvmm_bin(void);
+
+/*
+ * Makes @count hugepages of @page_bytes free, reserving them as root.
+ * Returns NULL on success, or a reason to skip.
+ */
+const char *test_reserve_hugepages(uint64_t page_bytes, long count,
+				   struct zero_hugetlb_resv *r);
+
+/* Offset of the first byte in [p, p + len) that is not @v, or -1. */
+long test_find_not(const void *p, size_t len, uint8_t v);
+
+struct test_run {
+	int status; /* exit status, or 128 + signal */
+	char out[1 << 16]; /* stdout and stderr, interleaved, truncated */
+	size_t out_len;
+};
+
+/*
+ * Runs zvmm with @argv (NULL-terminated, without argv[0]). With
+ * @as_user set the child drops to uid/gid 65534 first. If
+ * @signal_after_ms > 0, @sig is sent to the child that long after start.
+ * Returns 0, or -errno when the child could not be run.
+ */
+int test_run_zvmm(const char *const *argv, bool as_user, int sig,
+		  unsigned int signal_after_ms, struct test_run *r);
+
+/* nr_hugepages for @page_bytes, or -1. */
+long test_nr_hugepages(uint64_t page_bytes);
+
+#endif

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../lib/size.h"
+#include "../zeroing/calibrate.h"
+
+static char path[64];
+
+static void make_path(void)
+{
+	snprintf(path, sizeof(path), "/tmp/zvmm-test-profile.%d.ini",
+		 (int)getpid());
+}
+
+static void drop_path(void)
+{
+	unlink(path);
+}
+
+Test(calibrate, picks_the_fastest_runnable_backend)
+{
+	static const uint64_t chunks[] = { 256 << 10, SZ_2M };
+	struct zero_profile p;
+
+	cr_assert_eq(zero_calibrate(chunks, 2, 16 * SZ_1M, 1, &p), 0);
+	cr_assert_eq(p.nr, 2);
+	for (unsigned int c = 0; c < p.nr; c++) {
+		const struct zero_profile_entry *e = &p.e[c];
+
+		cr_assert_geq(e->best, 0);
+		cr_assert(zero_backend_runs_here(
+			zero_backend_at((unsigned int)e->best)));
+		for (unsigned int i = 0; i < zero_backend_count(); i++) {
+			cr_assert_leq(e->gbps[i], e->gbps[e->best]);
+			cr_assert_eq(e->gbps[i] > 0,
+				     zero_backend_runs_here(zero_backend_at(i)));
+		}
+	}
+}
+
+Test(calibrate, profile_round_trip, .init = make_path, .fini = drop_path)
+{
+	static const uint64_t chunks[] = { SZ_1M, SZ_8M };
+	struct zero_profile p, q;
+	const struct zero_backend *b;
+	double gbps;
+	int line;
+
+	cr_assert_eq(zero_calibrate(chunks, 2, 16 * SZ_1M, 1, &p), 0);
+	cr_assert_eq(zero_profile_write(&p, path), 0);
+	cr_assert_eq(zero_profile_read(path, &q, &line), 0);
+	cr_assert_eq(q.nr, 2);
+	for (unsigned int c = 0; c < 2; c++) {
+		cr_assert_eq(q.e[c].chunk, p.e[c].chunk);
+		cr_assert_eq(q.e[c].best, p.e[c].best);
+	}
+	/* 4M falls back to the largest calibrated chunk below it: 1M. */
+	cr_assert_eq(zero_backend_auto(4 * SZ_1M, path, &b, &gbps), 0);
+	cr_assert_str_eq(b->name, zero_backend_at((unsigned)p.e[0].best)->name);
+	cr_assert_float_eq(gbps, q.e[0].gbps[q.e[0].best], 0.01);
+}
+
+static void write_file(const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+Test(calibrate, malformed_profile_names_the_line, .init = make_path,
+     .fini = drop_path)
+{
+	struct zero_profile p;
+	int line;
+
+	write_file("[profile]\nversion = 1\narch = x\n\n[chunk 2M]\nbest = memset\nwarp = 3\n");
+	cr_assert_eq(zero_profile_read(path, &p, &line), -EINVAL);
+	cr_assert_eq(line, 7);
+	write_file("[profile]\nversion = 1\n[chunk 12Q]\nbest = memset\n");
+	cr_assert_eq(zero_profile_read(path, &p, &line), -EINVAL);
+	cr_assert_eq(line, 4);
+}
+
+Test(calibrate, profile_of_other_cpu_is_stale, .init = make_path,
+     .fini = drop_path)
+{
+	struct zero_profile p;
+	const struct zero_backend *b;
+	double gbps;
+	int line;
+
+	write_file("[profile]\nversion = 1\narch = pdp11\ncpu = x\nfeatures = none\n[chunk 2M]\nbest = memset\nmemset = 1.0\n");
+	cr_assert_eq(zero_profile_read(path, &p, &line), -ESTALE);
+	/* auto measures instead of trusting it. */
+	cr_assert_eq(zero_backend_auto(SZ_2M, path, &b, &gbps), 0);
+	cr_assert(zero_backend_runs_here(b));
+	cr_assert_gt(gbps, 0);
+}
+
+Test(calibrate, auto_without_profile_measures)
+{
+	const struct zero_backend *b;
+	double gbps;
+
+	cr_assert_eq(zero_backend_auto(SZ_2M, "/nonexistent/zvmm.ini", &b,
+				       &gbps),
+		     0);
+	cr_assert(zero_backend_runs_here(b));
+	cr_assert_gt(gbps, 0);
+}
