@@ -111,13 +111,13 @@ int bench_plot(const char *dir, const struct bench_result *res,
 	if (!f)
 		goto err_errno;
 	fprintf(f,
-		"set terminal svg size 1000,600 dynamic background rgb 'white'\n"
+		"set terminal svg size 1000,600 dynamic noenhanced background rgb 'white'\n"
 		"set output '%s'\n"
 		"set title 'zvmm bench: clearing rate against extent size (warm memory, median and min-max)'\n"
 		"set logscale x 2\nset grid\nset key outside right\n"
 		"set xlabel 'extent (kernel rows: page size)'\nset ylabel 'GB/s'\n"
 		"set xtics ('4K' 4096, '64K' 65536, '2M' 2097152, '8M' 8388608, '32M' 33554432, '1G' 1073741824)\n"
-		"set yrange [0:*]\nplot \\\n",
+		"set xrange [2048:2147483648]\nset yrange [0:*]\nplot \\\n",
 		svg);
 	for (i = 0; i < n; i++)
 		fprintf(f,
