@@ -183,7 +183,8 @@ static int region_map(struct bench *bn)
 
 	if (size % SZ_1G == 0 &&
 	    (bn->resv_1g.slot >= 0 ||
-	     !zero_hugetlb_reserve(SZ_1G, (long)(size / SZ_1G), &bn->resv_1g))) {
+	     !zero_hugetlb_reserve(SZ_1G, (long)(size / SZ_1G),
+				   &bn->resv_1g))) {
 		p = mmap(NULL, size, PROT_READ | PROT_WRITE,
 			 hflags | MAP_HUGE_1GB, -1, 0);
 		bn->region_page = SZ_1G;
@@ -241,9 +242,8 @@ static int bench_backends(struct bench *bn)
 	return 0;
 }
 
-static const struct bench_result *find(const struct bench *bn,
-				       const char *method, uint64_t page,
-				       uint64_t extent)
+static const struct bench_result *
+find(const struct bench *bn, const char *method, uint64_t page, uint64_t extent)
 {
 	for (unsigned int i = 0; i < bn->nr; i++) {
 		const struct bench_result *r = &bn->res[i];
@@ -273,14 +273,13 @@ static void print_table(struct bench *bn)
 
 	arch_cpu_model(cpu, sizeof(cpu));
 	zero_features_format(zero_cpu_features(), feat, sizeof(feat));
-	fprintf(f, "zvmm bench: %s, %s (%s), 1 thread\n", cpu, arch_name,
-		feat);
+	fprintf(f, "zvmm bench: %s, %s (%s), 1 thread\n", cpu, arch_name, feat);
 	fprintf(f,
 		"region: %s on %s, written once before timing (warm); %u repetitions; median GB/s (1 GB = 1e9 bytes)\n\n",
 		size_format(bn->region_bytes, sz, sizeof(sz)), bn->backing,
 		bn->o->reps);
-	fprintf(f, "%-24s %5s %6s %9s  %-17s %s\n", "method", "page",
-		"extent", "GB/s", "(min - max)", "x kernel:demand 2M");
+	fprintf(f, "%-24s %5s %6s %9s  %-17s %s\n", "method", "page", "extent",
+		"GB/s", "(min - max)", "x kernel:demand 2M");
 	for (unsigned int i = 0; i < bn->nr; i++) {
 		char range[32];
 
@@ -304,8 +303,8 @@ static void print_table(struct bench *bn)
 	fprintf(f, "\nbest at 2M extents: %s %.1f GB/s", best->method,
 		best->gbps);
 	if (ref > 0)
-		fprintf(f, " = %.2fx kernel:demand 2M (%.1f GB/s)", best->gbps / ref,
-			ref);
+		fprintf(f, " = %.2fx kernel:demand 2M (%.1f GB/s)",
+			best->gbps / ref, ref);
 	fprintf(f, "\n");
 	for (unsigned int i = 0; i < bn->nr; i++)
 		if (!strcmp(bn->res[i].method, best->method) &&
@@ -345,7 +344,8 @@ static int write_json(struct bench *bn)
 	fprintf(f, ", \"arch\": \"%s\", \"features\": ", arch_name);
 	json_str(f, feat);
 	fprintf(f, ", \"warm\": true, \"reps\": %u,\n", bn->o->reps);
-	fprintf(f, "  \"region\": { \"bytes\": %llu, \"page_bytes\": %llu, \"backing\": ",
+	fprintf(f,
+		"  \"region\": { \"bytes\": %llu, \"page_bytes\": %llu, \"backing\": ",
 		(unsigned long long)bn->region_bytes,
 		(unsigned long long)bn->region_page);
 	json_str(f, bn->backing);
@@ -417,8 +417,8 @@ static int preflight(struct bench *bn)
 	int ret;
 
 	if (o->reps < 1 || o->reps > BENCH_MAX_REPS) {
-		pr_err("--reps %u is out of range: give 1 to %d",
-		       o->reps, BENCH_MAX_REPS);
+		pr_err("--reps %u is out of range: give 1 to %d", o->reps,
+		       BENCH_MAX_REPS);
 		return -EINVAL;
 	}
 	if (o->size % SZ_2M) {
@@ -551,8 +551,12 @@ int bench_run(const struct bench_opts *o)
 	if (!ret && o->plot_dir)
 		ret = bench_plot(o->plot_dir, bn->res, bn->nr);
 out_close:
-	if (bn->json && bn->json != stdout)
+	if (bn->json && bn->json != stdout) {
 		fclose(bn->json);
+		/* No half-written report is left behind. */
+		if (ret)
+			unlink(o->json);
+	}
 out_free:
 	free(bn);
 	return ret;

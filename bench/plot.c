@@ -74,8 +74,7 @@ static unsigned int methods(const struct bench_result *res, unsigned int nr,
 	return n;
 }
 
-int bench_plot(const char *dir, const struct bench_result *res,
-	       unsigned int nr)
+int bench_plot(const char *dir, const struct bench_result *res, unsigned int nr)
 {
 	const char *m[BENCH_MAX_RESULTS];
 	char dat[PATH_MAX], gp[PATH_MAX], svg[PATH_MAX];

@@ -30,7 +30,7 @@ int bench_plot_check(const char *dir) __attribute__((warn_unused_result));
  * @dir/bench-gbps.svg: GB/s against extent size, one line per method,
  * min-max as error bars.
  */
-int bench_plot(const char *dir, const struct bench_result *res,
-	       unsigned int nr) __attribute__((warn_unused_result));
+int bench_plot(const char *dir, const struct bench_result *res, unsigned int nr)
+	__attribute__((warn_unused_result));
 
 #endif

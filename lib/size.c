@@ -58,9 +58,10 @@ const char *size_parse_error(const char *s, int err, char *buf, size_t len)
 		snprintf(buf, len, "size '%s' is zero; give a positive size",
 			 s);
 	else
-		snprintf(buf, len,
-			 "invalid size '%s': expected a positive whole number with an optional binary unit K, M, G or T (e.g. 512M, 4G, 64GiB)",
-			 s ? s : "");
+		snprintf(
+			buf, len,
+			"invalid size '%s': expected a positive whole number with an optional binary unit K, M, G or T (e.g. 512M, 4G, 64GiB)",
+			s ? s : "");
 	return buf;
 }
 
@@ -87,7 +88,8 @@ const char *size_label(uint64_t bytes, char *buf, size_t len)
 		i++;
 	}
 	if (i)
-		snprintf(buf, len, "%llu%c", (unsigned long long)bytes, unit[i]);
+		snprintf(buf, len, "%llu%c", (unsigned long long)bytes,
+			 unit[i]);
 	else
 		snprintf(buf, len, "%llu", (unsigned long long)bytes);
 	return buf;

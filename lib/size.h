@@ -22,7 +22,8 @@
  * -EDOM for zero, -ERANGE when it does not fit. Nothing is printed: callers
  * word the error with size_parse_error().
  */
-int size_parse(const char *s, uint64_t *out) __attribute__((warn_unused_result));
+int size_parse(const char *s, uint64_t *out)
+	__attribute__((warn_unused_result));
 
 /* A one-line reason for a size_parse() failure, repeating the input. */
 const char *size_parse_error(const char *s, int err, char *buf, size_t len);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,10 +36,11 @@ const char *test_reserve_hugepages(uint64_t page_bytes, long count,
 	}
 	ret = zero_hugetlb_reserve(page_bytes, count, r);
 	if (ret) {
-		snprintf(why, sizeof(why),
-			 "needs %ld free %llu kB hugepages, %ld free, cannot reserve more: %s",
-			 count, (unsigned long long)(page_bytes >> 10), nfree,
-			 strerror(-ret));
+		snprintf(
+			why, sizeof(why),
+			"needs %ld free %llu kB hugepages, %ld free, cannot reserve more: %s",
+			count, (unsigned long long)(page_bytes >> 10), nfree,
+			strerror(-ret));
 		return why;
 	}
 	return NULL;
@@ -68,6 +70,33 @@ long test_nr_hugepages(uint64_t page_bytes)
 	return zero_hugetlb_counts(page_bytes, &nr, &nfree) ? -1 : nr;
 }
 
+static int copy_file(const char *from, const char *to, mode_t mode)
+{
+	char buf[65536];
+	ssize_t n;
+	int in, out, ret = 0;
+
+	in = open(from, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -1;
+	unlink(to);
+	out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+	if (out < 0) {
+		close(in);
+		return -1;
+	}
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, (size_t)n) != n) {
+			ret = -1;
+			break;
+		}
+	if (n < 0 || fchmod(out, mode))
+		ret = -1;
+	close(in);
+	close(out);
+	return ret;
+}
+
 static void drain(int fd, struct test_run *r)
 {
 	ssize_t n;
@@ -93,7 +122,21 @@ int test_run_zvmm(const char *const *argv, bool as_user, int sig,
 	int pfd[2], st, n = 0;
 	pid_t pid;
 
-	args[n++] = test_zvmm_bin();
+	char copy[64];
+
+	/*
+	 * An unprivileged child may not reach the build tree (a clone under
+	 * /root, say): it runs a world-readable copy in /tmp instead.
+	 */
+	if (as_user) {
+		snprintf(copy, sizeof(copy), "/tmp/zvmm-test-bin.%d",
+			 (int)getpid());
+		if (copy_file(test_zvmm_bin(), copy, 0755))
+			return -errno;
+		args[n++] = copy;
+	} else {
+		args[n++] = test_zvmm_bin();
+	}
 	while (*argv && n < 31)
 		args[n++] = *argv++;
 	args[n] = NULL;
@@ -131,7 +174,10 @@ int test_run_zvmm(const char *const *argv, bool as_user, int sig,
 	}
 	drain(pfd[0], r);
 	close(pfd[0]);
-	if (waitpid(pid, &st, 0) < 0)
+	n = waitpid(pid, &st, 0);
+	if (as_user)
+		unlink(copy);
+	if (n < 0)
 		return -errno;
 	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	return 0;

@@ -70,13 +70,12 @@ ParameterizedTestParameters(backends, range_and_guards)
 	return backend_params();
 }
 
-ParameterizedTest(unsigned int *i, backends, range_and_guards,
-		  .timeout = 120)
+ParameterizedTest(unsigned int *i, backends, range_and_guards, .timeout = 120)
 {
 	static const size_t lens[] = {
-		64,	  128,	       192,	     4096 - 64, 4096,
-		4096 + 64, SZ_64K - 64, SZ_64K,	     SZ_2M - 64, SZ_2M,
-		SZ_2M + 192, SZ_8M,    64 * SZ_1M,
+		64,	     128,	  192,	      4096 - 64,  4096,
+		4096 + 64,   SZ_64K - 64, SZ_64K,     SZ_2M - 64, SZ_2M,
+		SZ_2M + 192, SZ_8M,	  64 * SZ_1M,
 	};
 	static const size_t offs[] = { 0, 64, 4096 - 64, 4096, SZ_2M - 64 };
 	const struct zero_backend *b = backend_or_skip(*i);
@@ -109,8 +108,8 @@ ParameterizedTestParameters(backends, one_gib_hugetlb)
 	return backend_params();
 }
 
-ParameterizedTest(unsigned int *i, backends, one_gib_hugetlb,
-		  .fini = release, .timeout = 120)
+ParameterizedTest(unsigned int *i, backends, one_gib_hugetlb, .fini = release,
+		  .timeout = 120)
 {
 	const struct zero_backend *b = backend_or_skip(*i);
 	size_t span = SZ_1G + 2 * SZ_2M;
@@ -122,8 +121,8 @@ ParameterizedTest(unsigned int *i, backends, one_gib_hugetlb,
 	if (why)
 		cr_skip_test("%s", why);
 	buf = mmap(NULL, span, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB,
-		   -1, 0);
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB, -1,
+		   0);
 	if (buf == MAP_FAILED)
 		cr_skip_test("cannot map 2 MiB hugepages: %s", strerror(errno));
 	memset(buf, POISON, span);

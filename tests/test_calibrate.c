@@ -37,8 +37,9 @@ Test(calibrate, picks_the_fastest_runnable_backend)
 			zero_backend_at((unsigned int)e->best)));
 		for (unsigned int i = 0; i < zero_backend_count(); i++) {
 			cr_assert_leq(e->gbps[i], e->gbps[e->best]);
-			cr_assert_eq(e->gbps[i] > 0,
-				     zero_backend_runs_here(zero_backend_at(i)));
+			cr_assert_eq(
+				e->gbps[i] > 0,
+				zero_backend_runs_here(zero_backend_at(i)));
 		}
 	}
 }
@@ -80,7 +81,8 @@ Test(calibrate, malformed_profile_names_the_line, .init = make_path,
 	struct zero_profile p;
 	int line;
 
-	write_file("[profile]\nversion = 1\narch = x\n\n[chunk 2M]\nbest = memset\nwarp = 3\n");
+	write_file(
+		"[profile]\nversion = 1\narch = x\n\n[chunk 2M]\nbest = memset\nwarp = 3\n");
 	cr_assert_eq(zero_profile_read(path, &p, &line), -EINVAL);
 	cr_assert_eq(line, 7);
 	write_file("[profile]\nversion = 1\n[chunk 12Q]\nbest = memset\n");
@@ -96,7 +98,8 @@ Test(calibrate, profile_of_other_cpu_is_stale, .init = make_path,
 	double gbps;
 	int line;
 
-	write_file("[profile]\nversion = 1\narch = pdp11\ncpu = x\nfeatures = none\n[chunk 2M]\nbest = memset\nmemset = 1.0\n");
+	write_file(
+		"[profile]\nversion = 1\narch = pdp11\ncpu = x\nfeatures = none\n[chunk 2M]\nbest = memset\nmemset = 1.0\n");
 	cr_assert_eq(zero_profile_read(path, &p, &line), -ESTALE);
 	/* auto measures instead of trusting it. */
 	cr_assert_eq(zero_backend_auto(SZ_2M, path, &b, &gbps), 0);

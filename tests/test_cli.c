@@ -83,8 +83,7 @@ Test(cli, size_beyond_memory_is_a_resource_error, .init = snapshot)
 
 Test(cli, unknown_backend_is_a_usage_error)
 {
-	run((const char *[]){ "bench", "--backends", "memset,warp", NULL },
-	    &r);
+	run((const char *[]){ "bench", "--backends", "memset,warp", NULL }, &r);
 	cr_assert_eq(r.status, 2, "%s", r.out);
 	cr_assert(strstr(r.out, "unknown backend 'warp'"), "%s", r.out);
 }
@@ -125,15 +124,21 @@ Test(cli, no_permission_to_reserve, .init = snapshot)
 
 Test(cli, sigint_restores_pools, .init = snapshot, .timeout = 120)
 {
+	char json[64];
+
 	if (geteuid() != 0)
 		cr_skip_test("needs root to reserve hugepages");
+	snprintf(json, sizeof(json), "/tmp/zvmm-test-bench.%d.json",
+		 (int)getpid());
 	/* 800 ms: past the reservation, inside the measurements. */
 	cr_assert_eq(test_run_zvmm((const char *[]){ "bench", "--size", "1G",
-						     "--quiet", NULL },
+						     "--quiet", "--json", json,
+						     NULL },
 				   false, SIGINT, 800, &r),
 		     0);
 	cr_assert_eq(r.status, 130, "status %d: %s", r.status, r.out);
 	cr_assert(strstr(r.out, "interrupted"), "%s", r.out);
+	cr_assert_neq(access(json, F_OK), 0, "half-written %s left", json);
 	assert_pools_restored();
 }
 
@@ -144,9 +149,9 @@ Test(cli, sigint_restores_pools, .init = snapshot, .timeout = 120)
  */
 Test(cli, bench_json_has_every_method, .init = snapshot, .timeout = 300)
 {
-	static const char *const ext[] = { "4096", "65536", "2097152",
-					   "8388608", "33554432",
-					   "1073741824" };
+	static const char *const ext[] = {
+		"4096", "65536", "2097152", "8388608", "33554432", "1073741824"
+	};
 	static const char *const kern[] = {
 		"\"method\": \"kernel:demand\", \"page_bytes\": 2097152,",
 		"\"method\": \"kernel:demand\", \"page_bytes\": 1073741824,",
@@ -159,8 +164,8 @@ Test(cli, bench_json_has_every_method, .init = snapshot, .timeout = 300)
 
 	if (geteuid() != 0)
 		cr_skip_test("needs root to reserve hugepages");
-	run((const char *[]){ "bench", "--size", "2G", "--reps", "1",
-			      "--json", "-", "--quiet", NULL },
+	run((const char *[]){ "bench", "--size", "2G", "--reps", "1", "--json",
+			      "-", "--quiet", NULL },
 	    &r);
 	cr_assert_eq(r.status, 0, "%s", r.out);
 	cr_assert(strstr(r.out, "{ \"version\": 1, \"cpu\": "), "%s", r.out);
@@ -180,8 +185,9 @@ Test(cli, bench_json_has_every_method, .init = snapshot, .timeout = 300)
 			while ((p = strstr(p, want)) && !found) {
 				const char *x = strstr(p, "\"extent_bytes\": ");
 
-				found = x && !strncmp(x + 16, ext[e],
-						      strlen(ext[e])) &&
+				found = x &&
+					!strncmp(x + 16, ext[e],
+						 strlen(ext[e])) &&
 					x[16 + strlen(ext[e])] == ',';
 				p++;
 			}

@@ -28,7 +28,8 @@ Test(features, agree_with_proc_cpuinfo)
 	if (!fp)
 		cr_skip_test("no /proc/cpuinfo");
 	while (fgets(line, sizeof(line), fp))
-		if (!strncmp(line, "flags", 5) || !strncmp(line, "Features", 8)) {
+		if (!strncmp(line, "flags", 5) ||
+		    !strncmp(line, "Features", 8)) {
 			flags = strchr(line, ':');
 			break;
 		}

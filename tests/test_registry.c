@@ -27,8 +27,7 @@ Test(registry, generic_backends_run_anywhere)
 
 	cr_assert_eq(zero_backend_lookup("memset", 0, &b, NULL, 0), 0);
 	cr_assert_str_eq(b->name, "memset");
-	cr_assert_eq(zero_backend_lookup("page_at_a_time", 0, &b, NULL, 0),
-		     0);
+	cr_assert_eq(zero_backend_lookup("page_at_a_time", 0, &b, NULL, 0), 0);
 }
 
 Test(registry, unknown_name_is_enoent_with_the_list)

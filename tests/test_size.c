@@ -11,10 +11,14 @@ Test(size, binary_units)
 		const char *s;
 		uint64_t v;
 	} ok[] = {
-		{ "1", 1 },		    { "2048K", 2048ull << 10 },
-		{ "512M", 512ull << 20 },   { "64G", 64ull << 30 },
-		{ "64GiB", 64ull << 30 },   { "1T", 1ull << 40 },
-		{ "4g", 4ull << 30 },	    { "99999T", 99999ull << 40 },
+		{ "1", 1 },
+		{ "2048K", 2048ull << 10 },
+		{ "512M", 512ull << 20 },
+		{ "64G", 64ull << 30 },
+		{ "64GiB", 64ull << 30 },
+		{ "1T", 1ull << 40 },
+		{ "4g", 4ull << 30 },
+		{ "99999T", 99999ull << 40 },
 		{ "16777215T", 16777215ull << 40 },
 	};
 	uint64_t v;
@@ -31,12 +35,13 @@ Test(size, refuses_bad_input)
 		const char *s;
 		int err;
 	} bad[] = {
-		{ "0", -EDOM },	      { "0G", -EDOM },	    { "-1", -EINVAL },
-		{ "12Q", -EINVAL },   { "", -EINVAL },	    { "G", -EINVAL },
-		{ "1.5G", -EINVAL },  { "4GB", -EINVAL },   { " 4G", -EINVAL },
-		{ "4G ", -EINVAL },   { "+4G", -EINVAL },   { "4Gi", -EINVAL },
-		{ "16777216T", -ERANGE },
-		{ "99999999999999999999", -ERANGE },
+		{ "0", -EDOM },		  { "0G", -EDOM },
+		{ "-1", -EINVAL },	  { "12Q", -EINVAL },
+		{ "", -EINVAL },	  { "G", -EINVAL },
+		{ "1.5G", -EINVAL },	  { "4GB", -EINVAL },
+		{ " 4G", -EINVAL },	  { "4G ", -EINVAL },
+		{ "+4G", -EINVAL },	  { "4Gi", -EINVAL },
+		{ "16777216T", -ERANGE }, { "99999999999999999999", -ERANGE },
 	};
 	uint64_t v = 7;
 
@@ -53,11 +58,11 @@ Test(size, error_repeats_the_input)
 
 	cr_assert(strstr(size_parse_error("12Q", -EINVAL, buf, sizeof(buf)),
 			 "'12Q'"));
-	cr_assert(strstr(size_parse_error("0", -EDOM, buf, sizeof(buf)),
-			 "zero"));
-	cr_assert(strstr(size_parse_error("99999999T", -ERANGE, buf,
-					  sizeof(buf)),
-			 "too large"));
+	cr_assert(
+		strstr(size_parse_error("0", -EDOM, buf, sizeof(buf)), "zero"));
+	cr_assert(
+		strstr(size_parse_error("99999999T", -ERANGE, buf, sizeof(buf)),
+		       "too large"));
 }
 
 Test(size, format_and_label)

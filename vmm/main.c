@@ -69,8 +69,8 @@ static int parse_size_arg(const char *opt, const char *arg, uint64_t *out)
 	int ret = size_parse(arg, out);
 
 	if (ret) {
-		pr_err("%s: %s", opt, size_parse_error(arg, ret, why,
-							 sizeof(why)));
+		pr_err("%s: %s", opt,
+		       size_parse_error(arg, ret, why, sizeof(why)));
 		return -EINVAL;
 	}
 	return 0;
@@ -244,8 +244,8 @@ static int cmd_calibrate(int argc, char **argv)
 	if (!quiet && strcmp(out, "-")) {
 		printf("%-16s", "GB/s");
 		for (k = 0; k < p->nr; k++)
-			printf("%8s", size_label(p->e[k].chunk, label,
-						 sizeof(label)));
+			printf("%8s",
+			       size_label(p->e[k].chunk, label, sizeof(label)));
 		printf("\n");
 		for_each_backend(i, b) {
 			if (!zero_backend_runs_here(b))
@@ -257,7 +257,8 @@ static int cmd_calibrate(int argc, char **argv)
 		}
 		printf("%-16s", "best");
 		for (k = 0; k < p->nr; k++)
-			printf("%8s", zero_backend_at((unsigned)p->e[k].best)->name);
+			printf("%8s",
+			       zero_backend_at((unsigned)p->e[k].best)->name);
 		printf("\n");
 	}
 	ret = zero_profile_write(p, out);

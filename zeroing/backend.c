@@ -23,10 +23,10 @@ static const struct {
 	const char *arch;
 } known_backends[] = {
 	{ "rep_stosb", "x86-64" }, { "rep_stosq", "x86-64" },
-	{ "movq", "x86-64" },      { "movnti", "x86-64" },
+	{ "movq", "x86-64" },	   { "movnti", "x86-64" },
 	{ "nt_sse2", "x86-64" },   { "nt_avx2", "x86-64" },
 	{ "nt_avx512", "x86-64" }, { "clzero", "x86-64" },
-	{ "dc_zva", "arm64" },     { "stnp", "arm64" },
+	{ "dc_zva", "arm64" },	   { "stnp", "arm64" },
 };
 
 static void add(const struct arch_backend *ab, bool generic)
@@ -133,9 +133,10 @@ int zero_backend_lookup(const char *name, uint32_t features,
 		zero_features_format(b->needs & ~features, missing,
 				     sizeof(missing));
 		if (why)
-			snprintf(why, why_len,
-				 "backend '%s' needs the CPU feature '%s', which this CPU does not report; backends that run here: %s",
-				 name, missing, avail);
+			snprintf(
+				why, why_len,
+				"backend '%s' needs the CPU feature '%s', which this CPU does not report; backends that run here: %s",
+				name, missing, avail);
 		return -EOPNOTSUPP;
 	}
 	for (i = 0; i < sizeof(known_backends) / sizeof(known_backends[0]);
@@ -143,10 +144,10 @@ int zero_backend_lookup(const char *name, uint32_t features,
 		if (strcmp(known_backends[i].name, name))
 			continue;
 		if (why)
-			snprintf(why, why_len,
-				 "backend '%s' is for %s, this is %s; backends that run here: %s",
-				 name, known_backends[i].arch, arch_name,
-				 avail);
+			snprintf(
+				why, why_len,
+				"backend '%s' is for %s, this is %s; backends that run here: %s",
+				name, known_backends[i].arch, arch_name, avail);
 		return -EOPNOTSUPP;
 	}
 	if (why)

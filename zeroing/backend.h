@@ -55,8 +55,8 @@ void zero_backend_list_available(char *buf, size_t len);
 void zero_features_format(uint32_t features, char *buf, size_t len);
 
 #define for_each_backend(i, b)                                            \
-	for ((i) = 0; (i) < zero_backend_count() &&                      \
-		      ((b) = zero_backend_at(i), 1);                       \
+	for ((i) = 0;                                                     \
+	     (i) < zero_backend_count() && ((b) = zero_backend_at(i), 1); \
 	     (i)++)
 
 #endif

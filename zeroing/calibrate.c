@@ -32,8 +32,8 @@ double zero_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-double zero_time_pass(const struct zero_backend *b, void *base,
-		      uint64_t bytes, uint64_t extent)
+double zero_time_pass(const struct zero_backend *b, void *base, uint64_t bytes,
+		      uint64_t extent)
 {
 	char *p = base;
 	uint64_t off, n;
@@ -67,8 +67,8 @@ static int warm_buffer(uint64_t bytes, void **out)
 	return 0;
 }
 
-int zero_calibrate(const uint64_t *chunks, unsigned int nr,
-		   uint64_t buf_bytes, unsigned int reps, struct zero_profile *p)
+int zero_calibrate(const uint64_t *chunks, unsigned int nr, uint64_t buf_bytes,
+		   unsigned int reps, struct zero_profile *p)
 {
 	const struct zero_backend *b;
 	double t[16], best;

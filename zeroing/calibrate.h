@@ -41,16 +41,16 @@ double zero_now(void);
  * Clears [base, base + bytes) with @b, one call per @extent bytes (the
  * last call may be shorter), and returns the seconds it took.
  */
-double zero_time_pass(const struct zero_backend *b, void *base,
-		      uint64_t bytes, uint64_t extent);
+double zero_time_pass(const struct zero_backend *b, void *base, uint64_t bytes,
+		      uint64_t extent);
 
 /*
  * Measures every backend that runs here at each of @chunks on a warm
  * buffer of @buf_bytes, @reps times, keeping the median. Returns 0 or a
  * negative errno (-ENOMEM when the buffer cannot be had).
  */
-int zero_calibrate(const uint64_t *chunks, unsigned int nr,
-		   uint64_t buf_bytes, unsigned int reps, struct zero_profile *p)
+int zero_calibrate(const uint64_t *chunks, unsigned int nr, uint64_t buf_bytes,
+		   unsigned int reps, struct zero_profile *p)
 	__attribute__((warn_unused_result));
 
 /* Writes @p to @path ("-" for stdout), atomically. */

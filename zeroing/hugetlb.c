@@ -19,8 +19,8 @@ static struct {
 	char old[24];
 } slots[RESV_SLOTS];
 
-const char *zero_hugetlb_path(uint64_t page_bytes, const char *file,
-			      char *buf, size_t len)
+const char *zero_hugetlb_path(uint64_t page_bytes, const char *file, char *buf,
+			      size_t len)
 {
 	snprintf(buf, len, "/sys/kernel/mm/hugepages/hugepages-%llukB/%s",
 		 (unsigned long long)(page_bytes >> 10), file);

@@ -18,11 +18,14 @@ struct zero_hugetlb_resv {
 	int slot; /* -1: nothing was changed */
 };
 
-#define ZERO_HUGETLB_RESV_INIT { .slot = -1 }
+#define ZERO_HUGETLB_RESV_INIT \
+	{                      \
+		.slot = -1     \
+	}
 
 /* The sysfs nr_hugepages path for @page_bytes. */
-const char *zero_hugetlb_path(uint64_t page_bytes, const char *file,
-			      char *buf, size_t len);
+const char *zero_hugetlb_path(uint64_t page_bytes, const char *file, char *buf,
+			      size_t len);
 
 /*
  * Reads nr_hugepages and free_hugepages. Returns 0, or -ENOENT when the

@@ -43,8 +43,8 @@ void arch_cpu_model(char *buf, size_t len)
 		fclose(f);
 	}
 	if (impl)
-		snprintf(buf, len, "arm64 implementer 0x%02x part 0x%03x",
-			 impl, part);
+		snprintf(buf, len, "arm64 implementer 0x%02x part 0x%03x", impl,
+			 part);
 	else
 		snprintf(buf, len, "unknown");
 }

@@ -21,16 +21,16 @@
 
 static unsigned int passed, failed;
 
-#define check(cond, ...)                                         \
-	do {                                                     \
-		if (cond) {                                      \
-			passed++;                                \
-		} else {                                         \
-			failed++;                                \
+#define check(cond, ...)                                            \
+	do {                                                        \
+		if (cond) {                                         \
+			passed++;                                   \
+		} else {                                            \
+			failed++;                                   \
 			printf("FAIL %s:%d: ", __FILE__, __LINE__); \
-			printf(__VA_ARGS__);                     \
-			printf("\n");                            \
-		}                                                \
+			printf(__VA_ARGS__);                        \
+			printf("\n");                               \
+		}                                                   \
 	} while (0)
 
 static long find_not(const unsigned char *p, size_t len, unsigned char v)
@@ -51,9 +51,10 @@ static void clear_forced(void *addr, size_t len)
 static void range_and_guards(const char *name, void (*clear)(void *, size_t),
 			     char *base)
 {
-	static const size_t lens[] = { 64,	   128,	    192,    256,
-				       320,	   4096 - 64, 4096, 4096 + 64,
-				       65536 - 64, 65536,   SZ_2M, SZ_2M + 192,
+	static const size_t lens[] = { 64,	 128,	    192,
+				       256,	 320,	    4096 - 64,
+				       4096,	 4096 + 64, 65536 - 64,
+				       65536,	 SZ_2M,	    SZ_2M + 192,
 				       8ul << 20 };
 	static const size_t offs[] = { 0, 64, 128, 192, 4096 - 64, SZ_2M - 64 };
 	unsigned int bad = 0;
@@ -68,7 +69,8 @@ static void range_and_guards(const char *name, void (*clear)(void *, size_t),
 			memset(p - GUARD, POISON, len + 2 * GUARD);
 			clear(p, len);
 			z = find_not((unsigned char *)p, len, 0);
-			g1 = find_not((unsigned char *)p - GUARD, GUARD, POISON);
+			g1 = find_not((unsigned char *)p - GUARD, GUARD,
+				      POISON);
 			g2 = find_not((unsigned char *)p + len, GUARD, POISON);
 			if (z >= 0 || g1 >= 0 || g2 >= 0) {
 				bad++;
@@ -107,13 +109,15 @@ int main(void)
 	forced_block = 0;
 	range_and_guards("dc_zva(prohibited)", clear_forced, base);
 
-	check((zero_cpu_features() & ARCH_F_DC_ZVA) == (block ? ARCH_F_DC_ZVA : 0),
+	check((zero_cpu_features() & ARCH_F_DC_ZVA) ==
+		      (block ? ARCH_F_DC_ZVA : 0),
 	      "feature bit disagrees with DCZID_EL0");
 	check(zero_backend_find("dc_zva", &b, why, sizeof(why)) == 0,
 	      "dc_zva not found: %s", why);
 	check(zero_backend_find("stnp", &b, why, sizeof(why)) == 0,
 	      "stnp not found: %s", why);
-	check(zero_backend_find("clzero", &b, why, sizeof(why)) == -EOPNOTSUPP &&
+	check(zero_backend_find("clzero", &b, why, sizeof(why)) ==
+			      -EOPNOTSUPP &&
 		      strstr(why, "is for x86-64"),
 	      "clzero on arm64: %s", why);
 	check(zero_backend_find("nope", &b, why, sizeof(why)) == -ENOENT,
