@@ -445,7 +445,7 @@ static int preflight(struct bench *bn)
 		pr_err("--size %s needs %s of memory but only %s is free (MemAvailable plus free hugepages): choose a smaller --size",
 		       size_format(o->size, a, sizeof(a)),
 		       size_format(need, b, sizeof(b)),
-		       size_format(avail & ~(SZ_1M - 1), path, sizeof(path)));
+		       size_human(avail, path, sizeof(path)));
 		return -ENOMEM;
 	}
 	if (geteuid() == 0)

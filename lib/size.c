@@ -78,6 +78,15 @@ const char *size_format(uint64_t bytes, char *buf, size_t len)
 	return buf;
 }
 
+const char *size_human(uint64_t bytes, char *buf, size_t len)
+{
+	if (bytes >= SZ_1G)
+		snprintf(buf, len, "%.1f GiB", (double)bytes / (double)SZ_1G);
+	else
+		snprintf(buf, len, "%.1f MiB", (double)bytes / (double)SZ_1M);
+	return buf;
+}
+
 const char *size_label(uint64_t bytes, char *buf, size_t len)
 {
 	static const char unit[] = " KMGT";

@@ -31,6 +31,9 @@ const char *size_parse_error(const char *s, int err, char *buf, size_t len);
 /* Formats a byte count with the largest exact binary unit ("2 GiB"). */
 const char *size_format(uint64_t bytes, char *buf, size_t len);
 
+/* Formats a byte count in GiB or MiB with one decimal ("23.4 GiB"). */
+const char *size_human(uint64_t bytes, char *buf, size_t len);
+
 /* A short label for an extent or page size: "4K", "2M", "1G". */
 const char *size_label(uint64_t bytes, char *buf, size_t len);
 

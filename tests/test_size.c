@@ -75,4 +75,6 @@ Test(size, format_and_label)
 	cr_assert_str_eq(size_label(2 << 20, buf, sizeof(buf)), "2M");
 	cr_assert_str_eq(size_label(1ull << 30, buf, sizeof(buf)), "1G");
 	cr_assert_str_eq(size_label(4096, buf, sizeof(buf)), "4K");
+	cr_assert_str_eq(size_human(3ull << 29, buf, sizeof(buf)), "1.5 GiB");
+	cr_assert_str_eq(size_human(3ull << 19, buf, sizeof(buf)), "1.5 MiB");
 }
