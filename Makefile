@@ -62,7 +62,7 @@ endif
 
 LIB_SRCS := lib/log.c lib/size.c
 ARCH_SRCS := $(wildcard $(ARCH_DIR)/*.c $(ARCH_DIR)/*.S) arch/generic/clear.c
-ZERO_SRCS := zeroing/backend.c zeroing/calibrate.c zeroing/hugetlb.c
+ZERO_SRCS := $(wildcard zeroing/*.c)
 BENCH_SRCS := bench/bench.c bench/plot.c
 CORE_SRCS := $(LIB_SRCS) $(ARCH_SRCS) $(ZERO_SRCS) $(BENCH_SRCS)
 MAIN_SRCS := vmm/main.c

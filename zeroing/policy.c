@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <ini.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../lib/size.h"
+#include "backend.h"
+#include "policy.h"
+
+static const char *const mode_names[] = { "prezero", "demand", "hybrid" };
+static const char *const fresh_names[] = { "trust", "scrub" };
+static const char *const exit_names[] = { "release", "keep", "scrub" };
+static const char *const numa_names[] = { "local", "interleave", "bind" };
+
+/* Every backend name of every architecture is a valid value; whether it
+ * runs on this CPU is decided when the engine starts. */
+static const char *const backend_names[] = {
+	"auto",	     "rep_stosb", "rep_stosq", "movq",	 "movnti",
+	"nt_sse2",   "nt_avx2",	  "nt_avx512", "clzero", "dc_zva",
+	"stnp",	     "memset",	  "page_at_a_time",
+};
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+void zero_policy_defaults(struct zero_policy *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->mode = ZERO_MODE_HYBRID;
+	snprintf(p->backend, sizeof(p->backend), "auto");
+	p->fresh = ZERO_FRESH_TRUST;
+	p->on_exit = ZERO_EXIT_RELEASE;
+	p->numa = ZERO_NUMA_LOCAL;
+}
+
+const char *zero_mode_name(enum zero_mode m)
+{
+	return mode_names[m];
+}
+
+static void join(const char *const *names, unsigned int n, char *buf,
+		 size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (unsigned int i = 0; i < n; i++)
+		off += (size_t)snprintf(buf + off, off < len ? len - off : 0,
+					"%s%s", i ? (i + 1 == n ? " or " : ", ") : "",
+					names[i]);
+}
+
+static int pick(const char *const *names, unsigned int n, const char *v,
+		int *out, char *err, size_t len)
+{
+	char list[256];
+
+	for (unsigned int i = 0; i < n; i++)
+		if (!strcmp(names[i], v)) {
+			*out = (int)i;
+			return 0;
+		}
+	join(names, n, list, sizeof(list));
+	snprintf(err, len, "bad value '%s': expected %s", v, list);
+	return -EINVAL;
+}
+
+/* "all" or a list of node numbers and ranges: "0", "0,2", "0-3,6". */
+static int parse_nodes(const char *v, uint64_t *out, char *err, size_t len)
+{
+	uint64_t mask = 0;
+	const char *p = v;
+	char *end;
+
+	if (!strcmp(v, "all")) {
+		*out = 0;
+		return 0;
+	}
+	while (*p) {
+		unsigned long a, b;
+
+		if (*p < '0' || *p > '9')
+			goto bad;
+		a = strtoul(p, &end, 10);
+		b = a;
+		if (*end == '-') {
+			if (end[1] < '0' || end[1] > '9')
+				goto bad;
+			b = strtoul(end + 1, &end, 10);
+		}
+		if (b < a || b >= ZERO_MAX_NODES) {
+			snprintf(err, len,
+				 "bad node range in '%s': nodes are 0 to %d, ranges ascending",
+				 v, ZERO_MAX_NODES - 1);
+			return -EINVAL;
+		}
+		for (unsigned long n = a; n <= b; n++)
+			mask |= 1ull << n;
+		if (*end == ',' && end[1])
+			end++;
+		else if (*end)
+			goto bad;
+		p = end;
+	}
+	if (!mask)
+		goto bad;
+	*out = mask;
+	return 0;
+bad:
+	snprintf(err, len,
+		 "bad value '%s': expected 'all' or a list of nodes such as 0 or 0,2-3",
+		 v);
+	return -EINVAL;
+}
+
+static int parse_size_or(const char *v, const char *word, uint64_t *out,
+			 uint64_t min, uint64_t max, char *err, size_t len)
+{
+	char a[32], b[32], why[200];
+	int ret;
+
+	if (!strcmp(v, word)) {
+		*out = 0;
+		return 0;
+	}
+	ret = size_parse(v, out);
+	if (ret) {
+		snprintf(err, len, "%s, or '%s'",
+			 size_parse_error(v, ret, why, sizeof(why)), word);
+		return -EINVAL;
+	}
+	if (*out < min || *out > max) {
+		snprintf(err, len, "'%s' is out of range: give %s to %s, or '%s'",
+			 v, size_format(min, a, sizeof(a)),
+			 size_format(max, b, sizeof(b)), word);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int set_key(struct zero_policy *p, const char *section,
+		   const char *key, const char *v, char *err, size_t len)
+{
+	int i, ret;
+
+	if (!strcmp(section, "zeroing")) {
+		if (!strcmp(key, "mode")) {
+			ret = pick(mode_names, N(mode_names), v, &i, err, len);
+			p->mode = (enum zero_mode)i;
+			return ret;
+		}
+		if (!strcmp(key, "backend")) {
+			ret = pick(backend_names, N(backend_names), v, &i, err,
+				   len);
+			if (!ret)
+				snprintf(p->backend, sizeof(p->backend), "%s",
+					 v);
+			return ret;
+		}
+		if (!strcmp(key, "workers")) {
+			char *end;
+			unsigned long n;
+
+			if (!strcmp(v, "auto")) {
+				p->workers = 0;
+				return 0;
+			}
+			n = strtoul(v, &end, 10);
+			if (v[0] < '0' || v[0] > '9' || *end || n < 1 ||
+			    n > ZERO_MAX_WORKERS) {
+				snprintf(err, len,
+					 "bad value '%s': expected 'auto' or a number of workers from 1 to %d",
+					 v, ZERO_MAX_WORKERS);
+				return -EINVAL;
+			}
+			p->workers = (unsigned int)n;
+			return 0;
+		}
+		if (!strcmp(key, "chunk")) {
+			uint64_t c;
+
+			ret = parse_size_or(v, "auto", &c, ZERO_CHUNK_MIN,
+					    ZERO_CHUNK_MAX, err, len);
+			if (!ret && c % ZERO_CHUNK_MIN) {
+				snprintf(err, len,
+					 "chunk '%s' is not a multiple of 4 KiB",
+					 v);
+				return -EINVAL;
+			}
+			if (!ret)
+				p->chunk = c;
+			return ret;
+		}
+		if (!strcmp(key, "rate_limit"))
+			return parse_size_or(v, "0", &p->rate_limit, 1,
+					     1ull << 50, err, len);
+		snprintf(err, len,
+			 "unknown key '%s' in [zeroing]: expected mode, backend, workers, chunk or rate_limit",
+			 key);
+		return -EINVAL;
+	}
+	if (!strcmp(section, "pool")) {
+		if (!strcmp(key, "fresh")) {
+			ret = pick(fresh_names, N(fresh_names), v, &i, err,
+				   len);
+			p->fresh = (enum zero_fresh)i;
+			return ret;
+		}
+		if (!strcmp(key, "on_exit")) {
+			ret = pick(exit_names, N(exit_names), v, &i, err, len);
+			p->on_exit = (enum zero_on_exit)i;
+			return ret;
+		}
+		snprintf(err, len,
+			 "unknown key '%s' in [pool]: expected fresh or on_exit",
+			 key);
+		return -EINVAL;
+	}
+	if (!strcmp(section, "numa")) {
+		if (!strcmp(key, "policy")) {
+			ret = pick(numa_names, N(numa_names), v, &i, err, len);
+			p->numa = (enum zero_numa)i;
+			return ret;
+		}
+		if (!strcmp(key, "nodes"))
+			return parse_nodes(v, &p->nodes, err, len);
+		snprintf(err, len,
+			 "unknown key '%s' in [numa]: expected policy or nodes",
+			 key);
+		return -EINVAL;
+	}
+	snprintf(err, len,
+		 "unknown section [%s]: expected [zeroing], [pool] or [numa]",
+		 section);
+	return -EINVAL;
+}
+
+struct load_ctx {
+	struct zero_policy p;
+	char err[384]; /* first error only, as ini_parse reports its line */
+	bool failed;
+};
+
+static int on_key(void *user, const char *section, const char *key,
+		  const char *value)
+{
+	struct load_ctx *c = user;
+	char err[384];
+
+	if (set_key(&c->p, section, key, value, err, sizeof(err))) {
+		if (!c->failed)
+			snprintf(c->err, sizeof(c->err), "%s", err);
+		c->failed = true;
+		return 0;
+	}
+	return 1;
+}
+
+int zero_policy_load(struct zero_policy *p, const char *path, char *err,
+		     size_t err_len)
+{
+	struct load_ctx c = { .p = *p };
+	FILE *f = fopen(path, "re");
+	int line;
+
+	if (!f) {
+		int e = errno;
+
+		snprintf(err, err_len, "cannot open policy file %s: %s", path,
+			 strerror(e));
+		return -e;
+	}
+	line = ini_parse_file(f, on_key, &c);
+	fclose(f);
+	if (line) {
+		/* A positive line without a handler error is a syntax error. */
+		snprintf(err, err_len, "%s:%d: %s", path, line,
+			 c.failed ? c.err :
+				    "not an INI line: expected [section] or key = value");
+		return -EINVAL;
+	}
+	*p = c.p;
+	return 0;
+}
+
+int zero_policy_set(struct zero_policy *p, const char *assignment, char *err,
+		    size_t err_len)
+{
+	char buf[256], msg[384], *dot, *eq;
+	struct zero_policy tmp = *p;
+
+	snprintf(buf, sizeof(buf), "%s", assignment);
+	dot = strchr(buf, '.');
+	eq = strchr(buf, '=');
+	if (!dot || !eq || dot > eq || dot == buf || eq == dot + 1) {
+		snprintf(err, err_len,
+			 "--set %s: expected section.key=value, e.g. zeroing.mode=demand",
+			 assignment);
+		return -EINVAL;
+	}
+	*dot = '\0';
+	*eq = '\0';
+	if (set_key(&tmp, buf, dot + 1, eq + 1, msg, sizeof(msg))) {
+		snprintf(err, err_len, "--set %s: %s", assignment, msg);
+		return -EINVAL;
+	}
+	*p = tmp;
+	return 0;
+}
+
+void zero_policy_print(const struct zero_policy *p, FILE *f)
+{
+	char sz[32];
+
+	fprintf(f, "[zeroing]\nmode = %s\nbackend = %s\n", mode_names[p->mode],
+		p->backend);
+	if (p->workers)
+		fprintf(f, "workers = %u\n", p->workers);
+	else
+		fprintf(f, "workers = auto\n");
+	fprintf(f, "chunk = %s\n",
+		p->chunk ? size_label(p->chunk, sz, sizeof(sz)) : "auto");
+	fprintf(f, "rate_limit = %s\n",
+		p->rate_limit ? size_label(p->rate_limit, sz, sizeof(sz)) : "0");
+	fprintf(f, "[pool]\nfresh = %s\non_exit = %s\n", fresh_names[p->fresh],
+		exit_names[p->on_exit]);
+	fprintf(f, "[numa]\npolicy = %s\nnodes = ", numa_names[p->numa]);
+	if (!p->nodes) {
+		fprintf(f, "all\n");
+		return;
+	}
+	for (unsigned int n = 0, first = 1; n < ZERO_MAX_NODES; n++)
+		if (p->nodes & (1ull << n)) {
+			fprintf(f, "%s%u", first ? "" : ",", n);
+			first = 0;
+		}
+	fprintf(f, "\n");
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZVMM_ZEROING_POLICY_H
+#define ZVMM_ZEROING_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/*
+ * The zeroing policy a user writes (DESIGN.md 8): an INI file read with
+ * libinih, plus `--set section.key=value` overrides. Every key has a
+ * default, so an empty file is the hybrid policy.
+ */
+
+enum zero_mode { ZERO_MODE_PREZERO, ZERO_MODE_DEMAND, ZERO_MODE_HYBRID };
+enum zero_fresh { ZERO_FRESH_TRUST, ZERO_FRESH_SCRUB };
+enum zero_on_exit { ZERO_EXIT_RELEASE, ZERO_EXIT_KEEP, ZERO_EXIT_SCRUB };
+enum zero_numa { ZERO_NUMA_LOCAL, ZERO_NUMA_INTERLEAVE, ZERO_NUMA_BIND };
+
+#define ZERO_MAX_NODES 64
+#define ZERO_MAX_WORKERS 1024
+#define ZERO_CHUNK_MIN 4096ULL
+#define ZERO_CHUNK_MAX (1ULL << 30)
+
+struct zero_policy {
+	enum zero_mode mode;
+	char backend[32]; /* "auto" or a backend name */
+	unsigned int workers; /* 0 = auto */
+	uint64_t chunk; /* 0 = auto */
+	uint64_t rate_limit; /* background bytes per second, 0 = unlimited */
+	enum zero_fresh fresh;
+	enum zero_on_exit on_exit;
+	enum zero_numa numa;
+	uint64_t nodes; /* bit per node; 0 = all */
+};
+
+/* Hybrid, auto everything, no rate limit, trust fresh pages, release. */
+void zero_policy_defaults(struct zero_policy *p);
+
+/*
+ * Reads @path over the values already in @p. Returns 0, -ENOENT (or
+ * another -errno) when the file cannot be opened, -EINVAL for any error
+ * in it; @err then holds "file:line: what is wrong and what is allowed".
+ */
+int zero_policy_load(struct zero_policy *p, const char *path, char *err,
+		     size_t err_len) __attribute__((warn_unused_result));
+
+/*
+ * Applies one "section.key=value" override. Returns 0 or -EINVAL with
+ * @err set ("--set ...: ...").
+ */
+int zero_policy_set(struct zero_policy *p, const char *assignment, char *err,
+		    size_t err_len) __attribute__((warn_unused_result));
+
+/* Writes the policy back as an INI file, every key explicit. */
+void zero_policy_print(const struct zero_policy *p, FILE *f);
+
+const char *zero_mode_name(enum zero_mode m);
+
+#endif
