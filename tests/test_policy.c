@@ -94,7 +94,7 @@ Test(policy, bad_values_name_file_and_line)
 		{ "[zeroing]\nchunk = 2G\n", 2, "out of range" },
 		{ "[zeroing]\nchunk = 6000\n", 2, "multiple of 4 KiB" },
 		{ "[zeroing]\nchunk = 12Q\n", 2, "invalid size '12Q'" },
-		{ "[zeroing]\nchunk = 5000K\n", 2, "multiple of 4 KiB" },
+		{ "[zeroing]\nchunk = 4097K\n", 2, "multiple of 4 KiB" },
 		{ "[zeroing]\nrate_limit = -1\n", 2, "invalid size '-1'" },
 		{ "[pool]\nfresh = maybe\n", 2, "expected trust or scrub" },
 		{ "[pool]\non_exit = burn\n", 2, "expected release, keep or scrub" },
