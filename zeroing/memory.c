@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+#include <linux/magic.h>
+
+#include "../lib/size.h"
+#include "hugetlb.h"
+#include "memory.h"
+
+#ifndef MFD_HUGE_1GB
+#define MFD_HUGE_1GB (30 << 26)
+#define MFD_HUGE_2MB (21 << 26)
+#endif
+
+static long mem_total_kb(void)
+{
+	char line[128];
+	long kb = 0;
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemTotal: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+static long read_count(uint64_t page_bytes, const char *file)
+{
+	char path[128], buf[32];
+	long v = -1;
+	FILE *f = fopen(zero_hugetlb_path(page_bytes, file, path, sizeof(path)),
+			"re");
+
+	if (!f)
+		return -1;
+	if (fgets(buf, sizeof(buf), f))
+		v = strtol(buf, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+int zero_mem_pool_pages(const char *path, uint64_t page_bytes,
+			uint64_t *pages, uint64_t *file_bytes)
+{
+	struct stat st;
+
+	*pages = 0;
+	*file_bytes = 0;
+	if (stat(path, &st))
+		return errno == ENOENT ? 0 : -errno;
+	*file_bytes = (uint64_t)st.st_size;
+	/* hugetlbfs accounts allocated pages in st_blocks. */
+	*pages = (uint64_t)st.st_blocks * 512 / page_bytes;
+	return 0;
+}
+
+static int check_mount(const char *pool, uint64_t page_bytes, char *err,
+		       size_t len)
+{
+	char dir[PATH_MAX], a[32], b[32];
+	struct statfs sfs;
+
+	snprintf(dir, sizeof(dir), "%s", pool);
+	if (statfs(dirname(dir), &sfs)) {
+		int e = errno;
+
+		snprintf(err, len, "--pool %s: cannot reach its directory: %s",
+			 pool, strerror(e));
+		return -e;
+	}
+	if (sfs.f_type != HUGETLBFS_MAGIC) {
+		snprintf(err, len,
+			 "--pool %s is not on a hugetlbfs mount: mount one first, e.g. mkdir -p /mnt/zvmm && mount -t hugetlbfs -o pagesize=%s none /mnt/zvmm",
+			 pool, page_bytes == SZ_1G ? "1G" : "2M");
+		return -ENODEV;
+	}
+	if ((uint64_t)sfs.f_bsize != page_bytes) {
+		snprintf(err, len,
+			 "--pool %s is on a hugetlbfs mount of %s pages, not %s: use --hugepages %s or a mount with -o pagesize=%s",
+			 pool, size_format((uint64_t)sfs.f_bsize, a, sizeof(a)),
+			 size_format(page_bytes, b, sizeof(b)),
+			 sfs.f_bsize == (long)SZ_1G ? "1G" : "2M",
+			 page_bytes == SZ_1G ? "1G" : "2M");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
+{
+	uint64_t nr = o->bytes / o->page_bytes, have = 0, fbytes = 0, need;
+	char a[32], b[32], path[128];
+	long nfree, resv, avail, total_kb;
+	int ret;
+
+	if (o->page_bytes != SZ_2M && o->page_bytes != SZ_1G) {
+		snprintf(err, len, "hugepage size %s is not supported: use 2M or 1G",
+			 size_format(o->page_bytes, a, sizeof(a)));
+		return -EINVAL;
+	}
+	if (!o->bytes || o->bytes % o->page_bytes) {
+		snprintf(err, len,
+			 "memory size %s is not a multiple of the %s page size: round it to whole pages, e.g. %s",
+			 size_format(o->bytes, a, sizeof(a)),
+			 size_format(o->page_bytes, b, sizeof(b)),
+			 size_format((o->bytes / o->page_bytes + 1) *
+					     o->page_bytes,
+				     path, sizeof(path)));
+		return -EINVAL;
+	}
+	nfree = read_count(o->page_bytes, "free_hugepages");
+	resv = read_count(o->page_bytes, "resv_hugepages");
+	if (nfree < 0) {
+		snprintf(err, len,
+			 "the kernel has no %s hugepage pool (%s missing): use another --hugepages size",
+			 size_format(o->page_bytes, a, sizeof(a)),
+			 zero_hugetlb_path(o->page_bytes, "free_hugepages",
+					   path, sizeof(path)));
+		return -ENOENT;
+	}
+	if (o->pool_path) {
+		ret = check_mount(o->pool_path, o->page_bytes, err, len);
+		if (ret)
+			return ret;
+		ret = zero_mem_pool_pages(o->pool_path, o->page_bytes, &have,
+					  &fbytes);
+		if (ret) {
+			snprintf(err, len, "--pool %s: %s", o->pool_path,
+				 strerror(-ret));
+			return ret;
+		}
+		if (fbytes && fbytes != o->bytes) {
+			snprintf(err, len,
+				 "--pool %s holds %s, but %s was asked for: use --mem %s, or remove the file to start a new pool",
+				 o->pool_path, size_format(fbytes, a, sizeof(a)),
+				 size_format(o->bytes, b, sizeof(b)),
+				 size_format(fbytes, path, sizeof(path)));
+			return -EINVAL;
+		}
+	}
+	need = nr - have;
+	avail = nfree - (resv > 0 ? resv : 0);
+	if ((long)need <= avail)
+		return 0;
+	total_kb = mem_total_kb();
+	if (need * (o->page_bytes >> 10) > (uint64_t)total_kb) {
+		snprintf(err, len,
+			 "%s of guest memory needs %llu hugepages of %s, more than this machine's %s of RAM can hold: choose a smaller --mem",
+			 size_format(o->bytes, a, sizeof(a)),
+			 (unsigned long long)need,
+			 size_format(o->page_bytes, b, sizeof(b)),
+			 size_human((uint64_t)total_kb << 10, path,
+				    sizeof(path)));
+		return -ENOMEM;
+	}
+	snprintf(err, len,
+		 "needs %llu free %s hugepages, %ld free: echo %ld > %s",
+		 (unsigned long long)need, size_format(o->page_bytes, a, sizeof(a)),
+		 avail < 0 ? 0 : avail,
+		 read_count(o->page_bytes, "nr_hugepages") + (long)need - avail,
+		 zero_hugetlb_path(o->page_bytes, "nr_hugepages", path,
+				   sizeof(path)));
+	return -ENOMEM;
+}
+
+static int open_backing(const struct zero_mem_opts *o, struct zero_mem *m,
+			char *err, size_t len)
+{
+	struct stat st;
+	int e;
+
+	if (!o->pool_path) {
+		m->fd = memfd_create("zvmm-guest",
+				     MFD_CLOEXEC | MFD_HUGETLB |
+					     (o->page_bytes == SZ_1G ?
+						      MFD_HUGE_1GB :
+						      MFD_HUGE_2MB));
+		if (m->fd < 0)
+			goto err_errno;
+		if (ftruncate(m->fd, (off_t)o->bytes))
+			goto err_errno;
+		return 0;
+	}
+	snprintf(m->path, sizeof(m->path), "%s", o->pool_path);
+	m->pool = true;
+	m->fd = open(o->pool_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (m->fd >= 0) {
+		m->created = true;
+		if (ftruncate(m->fd, (off_t)o->bytes))
+			goto err_errno;
+		return 0;
+	}
+	if (errno != EEXIST)
+		goto err_errno;
+	m->fd = open(o->pool_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	if (m->fd < 0)
+		goto err_errno;
+	if (fstat(m->fd, &st))
+		goto err_errno;
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != o->bytes) {
+		snprintf(err, len, "--pool %s is not a pool file of %llu bytes",
+			 o->pool_path, (unsigned long long)o->bytes);
+		return -EINVAL;
+	}
+	return 0;
+err_errno:
+	e = errno;
+	snprintf(err, len, "cannot create guest memory%s%s: %s",
+		 o->pool_path ? " in " : "", o->pool_path ? o->pool_path : "",
+		 strerror(e));
+	return -e;
+}
+
+int zero_mem_create(const struct zero_mem_opts *o, struct zero_mem **out,
+		    char *err, size_t len)
+{
+	enum zero_page_state initial = ZP_FRESH;
+	struct zero_mem *m;
+	int ret;
+
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->fd = -1;
+	m->guest = m->alias = MAP_FAILED;
+	m->bytes = o->bytes;
+	m->page_bytes = o->page_bytes;
+	m->nr_pages = o->bytes / o->page_bytes;
+
+	ret = open_backing(o, m, err, len);
+	if (ret)
+		goto fail;
+	if (m->pool && !m->created) {
+		struct stat st;
+
+		/*
+		 * A reused pool may hold the previous guest's data. Without
+		 * a record proving otherwise every page is DIRTY: scrubbing a
+		 * page that turns out unallocated costs time, never safety.
+		 */
+		if (!fstat(m->fd, &st) && st.st_blocks)
+			initial = ZP_DIRTY;
+	}
+	/* Shared mappings reserve the file's hugepages now, so a shortage
+	 * is an error here rather than a SIGBUS in the guest later. */
+	m->guest = mmap(NULL, m->bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+			m->fd, 0);
+	if (m->guest == MAP_FAILED)
+		goto fail_map;
+	m->alias = mmap(NULL, m->bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+			m->fd, 0);
+	if (m->alias == MAP_FAILED)
+		goto fail_map;
+	ret = zero_pages_create(m->nr_pages, initial, &m->pages);
+	if (ret) {
+		snprintf(err, len, "cannot allocate the page state table");
+		goto fail;
+	}
+	*out = m;
+	return 0;
+fail_map:
+	ret = -errno;
+	snprintf(err, len,
+		 "cannot map %llu bytes of hugetlb memory: %s (are enough hugepages free?)",
+		 (unsigned long long)m->bytes, strerror(errno));
+fail:
+	if (m->created)
+		unlink(m->path);
+	zero_mem_destroy(m);
+	return ret;
+}
+
+void zero_mem_destroy(struct zero_mem *m)
+{
+	if (!m)
+		return;
+	if (m->alias != MAP_FAILED && m->alias)
+		munmap(m->alias, m->bytes);
+	if (m->guest != MAP_FAILED && m->guest)
+		munmap(m->guest, m->bytes);
+	if (m->fd >= 0)
+		close(m->fd);
+	zero_pages_destroy(m->pages);
+	free(m);
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZVMM_ZEROING_MEMORY_H
+#define ZVMM_ZEROING_MEMORY_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pages.h"
+
+/*
+ * Guest memory on hugetlbfs (DESIGN.md 3): an anonymous MFD_HUGETLB memfd,
+ * or a named pool file on a hugetlbfs mount that outlives the process,
+ * mapped twice: the guest mapping (for KVM and userfaultfd) and the VMM's
+ * alias (where workers write zeros). Every hugepage has a state.
+ */
+
+struct zero_mem_opts {
+	uint64_t bytes;
+	uint64_t page_bytes; /* 2 MiB or 1 GiB */
+	const char *pool_path; /* NULL: anonymous memfd */
+};
+
+struct zero_mem {
+	int fd;
+	char *guest;
+	char *alias;
+	uint64_t bytes;
+	uint64_t page_bytes;
+	uint64_t nr_pages;
+	struct zero_pages *pages;
+	bool pool; /* a named pool file */
+	bool created; /* the pool file was created by this process */
+	char path[PATH_MAX];
+};
+
+/*
+ * Checks, before anything is allocated, that the request can be met:
+ * a page size the kernel has, a size that is a whole number of pages, a
+ * hugetlbfs mount of that page size for a pool file (and a compatible
+ * existing file), and enough free hugepages (counting pages the pool file
+ * already holds). Returns 0, -EINVAL for a request that is wrong, or
+ * -ENOMEM/-ENODEV/-ENOENT for missing resources; @err says what to do.
+ */
+int zero_mem_preflight(const struct zero_mem_opts *o, char *err,
+		       size_t err_len) __attribute__((warn_unused_result));
+
+/*
+ * Creates (or reopens) the backing file and maps it twice. Pages of a new
+ * file are FRESH; pages a reused pool file already holds are DIRTY. On
+ * failure nothing is left: mappings undone, a file this call created
+ * removed. Returns 0 or a negative errno with @err set.
+ */
+int zero_mem_create(const struct zero_mem_opts *o, struct zero_mem **out,
+		    char *err, size_t err_len) __attribute__((warn_unused_result));
+
+/* Unmaps and closes; a pool file stays for the next launch. */
+void zero_mem_destroy(struct zero_mem *m);
+
+/* Start of page @i in the alias / guest mapping. */
+static inline char *zero_mem_alias_page(const struct zero_mem *m, uint64_t i)
+{
+	return m->alias + i * m->page_bytes;
+}
+
+static inline char *zero_mem_guest_page(const struct zero_mem *m, uint64_t i)
+{
+	return m->guest + i * m->page_bytes;
+}
+
+/* Hugepages the pool file at @path holds (0 if it does not exist). */
+int zero_mem_pool_pages(const char *path, uint64_t page_bytes,
+			uint64_t *pages, uint64_t *file_bytes)
+	__attribute__((warn_unused_result));
+
+#endif

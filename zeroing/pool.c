@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <numa.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "calibrate.h"
+#include "pool.h"
+
+/* A page being cleared: its chunks are claimed in ascending order. */
+struct job {
+	uint64_t page;
+	uint32_t nr_chunks;
+	uint32_t next_chunk; /* next to claim */
+	uint32_t done_chunks;
+	uint32_t inflight; /* claimed, not finished */
+	bool populate; /* FRESH page: one fallocate, the kernel zeroes it */
+	bool demand;
+	uint64_t seq; /* demand order */
+	struct job *next;
+};
+
+struct worker_arg {
+	struct zero_pool *pool;
+	int cpu;
+};
+
+struct zero_pool {
+	struct zero_pool_cfg cfg;
+	struct worker_arg *args;
+	uint64_t chunk;
+	pthread_mutex_t lock;
+	pthread_cond_t work; /* workers wait here */
+	pthread_cond_t done; /* pages finished, pass finished */
+	pthread_t *threads;
+	unsigned int nr_threads;
+	bool stop;
+	bool cancelled;
+	int error;
+
+	bool bg_active;
+	uint64_t bg_cursor, bg_end;
+	struct job *bg_job; /* background page with chunks left to claim */
+	uint64_t rate; /* bytes per second, 0: unlimited */
+	uint64_t bg_claimed;
+	double bg_start, bg_stop;
+
+	struct job *jobs; /* every page in ZEROING */
+	uint64_t seq;
+	struct zero_pool_stats st;
+};
+
+static struct job *find_job(struct zero_pool *pool, uint64_t page)
+{
+	for (struct job *j = pool->jobs; j; j = j->next)
+		if (j->page == page)
+			return j;
+	return NULL;
+}
+
+static void unlink_job(struct zero_pool *pool, struct job *job)
+{
+	struct job **pp;
+
+	for (pp = &pool->jobs; *pp != job; pp = &(*pp)->next)
+		;
+	*pp = job->next;
+	if (pool->bg_job == job)
+		pool->bg_job = NULL;
+	free(job);
+}
+
+/* Takes a DIRTY or FRESH page into ZEROING with a job for it. */
+static struct job *new_job_locked(struct zero_pool *pool, uint64_t page,
+				  enum zero_page_state from, bool demand)
+{
+	uint64_t pb = pool->cfg.mem->page_bytes;
+	struct job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	if (zero_page_move(pool->cfg.mem->pages, page, from, ZP_ZEROING)) {
+		free(j);
+		return NULL;
+	}
+	j->page = page;
+	j->populate = from == ZP_FRESH && !pool->cfg.scrub_fresh;
+	j->nr_chunks = j->populate ? 1 : (uint32_t)((pb + pool->chunk - 1) /
+						    pool->chunk);
+	j->demand = demand;
+	j->seq = demand ? ++pool->seq : 0;
+	j->next = pool->jobs;
+	pool->jobs = j;
+	return j;
+}
+
+static void finish_pass_locked(struct zero_pool *pool)
+{
+	if (pool->bg_active && pool->bg_cursor >= pool->bg_end &&
+	    !pool->jobs) {
+		pool->bg_active = false;
+		pool->bg_stop = zero_now();
+		pthread_cond_broadcast(&pool->done);
+	}
+}
+
+/*
+ * Settles a job no worker holds: ZERO when every chunk is done, back to
+ * DIRTY when cancelled before that (part of it may hold data).
+ */
+static void settle_locked(struct zero_pool *pool, struct job *job)
+{
+	struct zero_pages *pages = pool->cfg.mem->pages;
+	int ret;
+
+	if (job->inflight)
+		return;
+	if (job->done_chunks == job->nr_chunks)
+		ret = zero_page_move(pages, job->page, ZP_ZEROING, ZP_ZERO);
+	else if (pool->cancelled)
+		ret = zero_page_move(pages, job->page, ZP_ZEROING, ZP_DIRTY);
+	else
+		return;
+	if (ret && !pool->error)
+		pool->error = ret;
+	unlink_job(pool, job);
+	pthread_cond_broadcast(&pool->done);
+}
+
+static void cancel_locked(struct zero_pool *pool)
+{
+	struct job *j, *next;
+
+	pool->cancelled = true;
+	if (pool->bg_active)
+		pool->bg_stop = zero_now();
+	pool->bg_active = false;
+	for (j = pool->jobs; j; j = next) {
+		next = j->next;
+		settle_locked(pool, j);
+	}
+	pthread_cond_broadcast(&pool->work);
+	pthread_cond_broadcast(&pool->done);
+}
+
+static void fail_locked(struct zero_pool *pool, int err)
+{
+	if (!pool->error)
+		pool->error = err;
+	cancel_locked(pool);
+}
+
+/*
+ * The yield point's choice: the oldest demand page with chunks left,
+ * else the background page in hand, else the next background page that
+ * is not clear yet, in ascending order.
+ */
+static struct job *pick_locked(struct zero_pool *pool)
+{
+	struct zero_pages *pages = pool->cfg.mem->pages;
+	struct job *best = NULL, *j;
+
+	if (pool->cancelled)
+		return NULL;
+	for (j = pool->jobs; j; j = j->next)
+		if (j->demand && j->next_chunk < j->nr_chunks &&
+		    (!best || j->seq < best->seq))
+			best = j;
+	if (best || !pool->bg_active)
+		return best;
+	j = pool->bg_job;
+	if (j && !j->demand && j->next_chunk < j->nr_chunks)
+		return j;
+	pool->bg_job = NULL;
+	while (pool->bg_cursor < pool->bg_end) {
+		uint64_t p = pool->bg_cursor++;
+		enum zero_page_state s = zero_page_get(pages, p);
+
+		if (s != ZP_DIRTY && s != ZP_FRESH)
+			continue;
+		j = new_job_locked(pool, p, s, false);
+		if (!j) {
+			fail_locked(pool, -ENOMEM);
+			return NULL;
+		}
+		pool->bg_job = j;
+		return j;
+	}
+	return NULL;
+}
+
+static void abs_time(double t, struct timespec *ts)
+{
+	ts->tv_sec = (time_t)t;
+	ts->tv_nsec = (long)((t - (double)ts->tv_sec) * 1e9);
+}
+
+static int do_chunk(struct zero_pool *pool, const struct job *job,
+		    uint64_t off, uint64_t len)
+{
+	struct zero_mem *m = pool->cfg.mem;
+
+	if (job->populate) {
+		/* The kernel allocates and zeroes the page on this core. */
+		if (fallocate(m->fd, 0, (off_t)(job->page * m->page_bytes),
+			      (off_t)m->page_bytes))
+			return -errno;
+		return 0;
+	}
+	pool->cfg.clear(zero_mem_alias_page(m, job->page) + off, len);
+	return 0;
+}
+
+static void pin(const struct worker_arg *wa)
+{
+	cpu_set_t set;
+
+	if (wa->cpu >= 0) {
+		CPU_ZERO(&set);
+		CPU_SET(wa->cpu, &set);
+		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	}
+	/* Pages this thread allocates (populate) come from its node. */
+	if (wa->pool->cfg.node >= 0 && numa_available() >= 0)
+		numa_set_preferred(wa->pool->cfg.node);
+}
+
+static void *worker(void *arg)
+{
+	struct worker_arg *wa = arg;
+	struct zero_pool *pool = wa->pool;
+	uint64_t pb = pool->cfg.mem->page_bytes;
+	struct timespec ts;
+	struct job *job;
+
+	pin(wa);
+	pthread_mutex_lock(&pool->lock);
+	while (!pool->stop) {
+		uint64_t off, len;
+		bool demand;
+		int err;
+
+		job = pick_locked(pool);
+		if (!job) {
+			finish_pass_locked(pool);
+			pthread_cond_wait(&pool->work, &pool->lock);
+			continue;
+		}
+		if (!job->demand && pool->rate) {
+			double due = pool->bg_start +
+				     (double)pool->bg_claimed / (double)pool->rate;
+
+			if (due > zero_now()) {
+				/* Woken early by demand work, it is served
+				 * first on the next pick. */
+				abs_time(due, &ts);
+				pthread_cond_timedwait(&pool->work, &pool->lock,
+						       &ts);
+				continue;
+			}
+		}
+		off = (uint64_t)job->next_chunk++ * pool->chunk;
+		len = job->populate ? pb :
+				      (pb - off < pool->chunk ? pb - off :
+							       pool->chunk);
+		job->inflight++;
+		demand = job->demand;
+		if (!demand)
+			pool->bg_claimed += len;
+		pthread_mutex_unlock(&pool->lock);
+
+		err = do_chunk(pool, job, off, len);
+
+		pthread_mutex_lock(&pool->lock);
+		job->inflight--;
+		if (err) {
+			fail_locked(pool, err);
+			continue;
+		}
+		job->done_chunks++;
+		if (job->populate)
+			pool->st.populate_bytes += len;
+		else
+			pool->st.scrub_bytes += len;
+		if (demand)
+			pool->st.demand_bytes += len;
+		settle_locked(pool, job);
+		finish_pass_locked(pool);
+	}
+	pthread_mutex_unlock(&pool->lock);
+	return NULL;
+}
+
+static void pool_free(struct zero_pool *pool)
+{
+	pthread_cond_destroy(&pool->work);
+	pthread_cond_destroy(&pool->done);
+	pthread_mutex_destroy(&pool->lock);
+	free(pool->args);
+	free(pool->threads);
+	free(pool);
+}
+
+static void stop_workers(struct zero_pool *pool)
+{
+	pthread_mutex_lock(&pool->lock);
+	pool->stop = true;
+	cancel_locked(pool);
+	pthread_mutex_unlock(&pool->lock);
+	for (unsigned int i = 0; i < pool->nr_threads; i++)
+		pthread_join(pool->threads[i], NULL);
+	pool->nr_threads = 0;
+}
+
+int zero_pool_create(const struct zero_pool_cfg *cfg, struct zero_pool **out)
+{
+	pthread_condattr_t ca;
+	struct zero_pool *pool;
+	int ret = 0;
+
+	if (!cfg->nr_workers || !cfg->chunk || cfg->chunk % 64 ||
+	    cfg->first_page + cfg->nr_pages > cfg->mem->nr_pages)
+		return -EINVAL;
+	pool = calloc(1, sizeof(*pool));
+	if (!pool)
+		return -ENOMEM;
+	pool->cfg = *cfg;
+	pool->cfg.cpus = NULL;
+	pool->chunk = cfg->chunk < cfg->mem->page_bytes ? cfg->chunk :
+							  cfg->mem->page_bytes;
+	pool->threads = calloc(cfg->nr_workers, sizeof(*pool->threads));
+	pool->args = calloc(cfg->nr_workers, sizeof(*pool->args));
+	pthread_mutex_init(&pool->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&pool->work, &ca);
+	pthread_cond_init(&pool->done, &ca);
+	pthread_condattr_destroy(&ca);
+	if (!pool->threads || !pool->args) {
+		pool_free(pool);
+		return -ENOMEM;
+	}
+	for (unsigned int i = 0; i < cfg->nr_workers; i++) {
+		pool->args[i].pool = pool;
+		pool->args[i].cpu = cfg->cpus ? cfg->cpus[i] : -1;
+		ret = -pthread_create(&pool->threads[i], NULL, worker,
+				      &pool->args[i]);
+		if (ret)
+			break;
+		pool->nr_threads++;
+	}
+	if (ret) {
+		stop_workers(pool);
+		pool_free(pool);
+		return ret;
+	}
+	*out = pool;
+	return 0;
+}
+
+void zero_pool_destroy(struct zero_pool *pool)
+{
+	if (!pool)
+		return;
+	stop_workers(pool);
+	pool_free(pool);
+}
+
+void zero_pool_start(struct zero_pool *pool, uint64_t rate_limit)
+{
+	pthread_mutex_lock(&pool->lock);
+	pool->cancelled = false;
+	pool->error = 0;
+	pool->rate = rate_limit;
+	pool->bg_cursor = pool->cfg.first_page;
+	pool->bg_end = pool->cfg.first_page + pool->cfg.nr_pages;
+	pool->bg_claimed = 0;
+	pool->bg_start = zero_now();
+	pool->bg_active = true;
+	pthread_cond_broadcast(&pool->work);
+	pthread_mutex_unlock(&pool->lock);
+}
+
+static int result_locked(struct zero_pool *pool)
+{
+	if (pool->error)
+		return pool->error;
+	return pool->cancelled ? -ECANCELED : 0;
+}
+
+int zero_pool_wait(struct zero_pool *pool, void (*progress)(void *arg),
+		   void *arg)
+{
+	struct timespec ts;
+	int ret;
+
+	pthread_mutex_lock(&pool->lock);
+	/* After a cancel, until every page in hand is settled. */
+	while (pool->bg_active || pool->jobs) {
+		abs_time(zero_now() + 0.1, &ts);
+		pthread_cond_timedwait(&pool->done, &pool->lock, &ts);
+		if (progress) {
+			pthread_mutex_unlock(&pool->lock);
+			progress(arg);
+			pthread_mutex_lock(&pool->lock);
+		}
+	}
+	ret = result_locked(pool);
+	pthread_mutex_unlock(&pool->lock);
+	return ret;
+}
+
+int zero_pool_demand(struct zero_pool *pool, uint64_t page)
+{
+	struct zero_pages *pages = pool->cfg.mem->pages;
+	bool counted = false;
+	struct job *j;
+	int ret;
+
+	if (page < pool->cfg.first_page ||
+	    page >= pool->cfg.first_page + pool->cfg.nr_pages)
+		return -EINVAL;
+	pthread_mutex_lock(&pool->lock);
+	for (;;) {
+		enum zero_page_state s = zero_page_get(pages, page);
+
+		if (s == ZP_ZERO || s == ZP_MAPPED) {
+			ret = 0;
+			break;
+		}
+		ret = result_locked(pool);
+		if (ret)
+			break;
+		if (!counted) {
+			pool->st.demand_pages++;
+			counted = true;
+		}
+		if (s == ZP_ZEROING) {
+			/* Join the page's remaining chunks: every worker
+			 * takes them before any background work. */
+			j = find_job(pool, page);
+			if (j && !j->demand) {
+				j->demand = true;
+				j->seq = ++pool->seq;
+				if (pool->bg_job == j)
+					pool->bg_job = NULL;
+				pthread_cond_broadcast(&pool->work);
+			}
+		} else if (s == ZP_DIRTY || s == ZP_FRESH) {
+			if (!new_job_locked(pool, page, s, true)) {
+				ret = -ENOMEM;
+				break;
+			}
+			pthread_cond_broadcast(&pool->work);
+		}
+		pthread_cond_wait(&pool->done, &pool->lock);
+	}
+	pthread_mutex_unlock(&pool->lock);
+	return ret;
+}
+
+void zero_pool_cancel(struct zero_pool *pool)
+{
+	pthread_mutex_lock(&pool->lock);
+	cancel_locked(pool);
+	pthread_mutex_unlock(&pool->lock);
+}
+
+void zero_pool_get_stats(struct zero_pool *pool, struct zero_pool_stats *s)
+{
+	struct zero_pages *pages = pool->cfg.mem->pages;
+	uint64_t left = 0;
+
+	pthread_mutex_lock(&pool->lock);
+	*s = pool->st;
+	s->bg_seconds = !pool->bg_start ? 0 :
+			(pool->bg_active ? zero_now() : pool->bg_stop) -
+				pool->bg_start;
+	pthread_mutex_unlock(&pool->lock);
+	for (uint64_t p = pool->cfg.first_page;
+	     p < pool->cfg.first_page + pool->cfg.nr_pages; p++) {
+		enum zero_page_state st = zero_page_get(pages, p);
+
+		left += st != ZP_ZERO && st != ZP_MAPPED;
+	}
+	s->pages_left = left;
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZVMM_ZEROING_POOL_H
+#define ZVMM_ZEROING_POOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../arch/arch.h"
+#include "memory.h"
+
+/*
+ * A worker pool for the pages of one NUMA node (DESIGN.md 5). Work is
+ * cut into chunks of at most `chunk` bytes inside one hugepage, taken in
+ * ascending order within the page. Between chunks every worker yields:
+ * demand work is served before background work, cancellation is seen,
+ * and the background rate limit is kept. A demand request for a page
+ * already being cleared joins its remaining chunks.
+ */
+
+struct zero_pool;
+
+struct zero_pool_cfg {
+	struct zero_mem *mem;
+	arch_clear_fn clear;
+	uint64_t chunk; /* bytes, a multiple of 4 KiB; capped at the page */
+	uint64_t first_page; /* this pool's pages */
+	uint64_t nr_pages;
+	int node; /* NUMA node of the pages, -1 for no binding */
+	unsigned int nr_workers;
+	const int *cpus; /* a CPU per worker, -1 unpinned; NULL: none */
+	bool scrub_fresh; /* fresh=scrub: clear FRESH pages too */
+};
+
+struct zero_pool_stats {
+	uint64_t scrub_bytes; /* cleared with the backend */
+	uint64_t populate_bytes; /* FRESH pages the kernel zeroed for us */
+	uint64_t demand_bytes; /* of the above, done for demand requests */
+	uint64_t demand_pages;
+	uint64_t pages_left; /* background pages not yet ZERO or MAPPED */
+	double bg_seconds; /* background run time so far */
+};
+
+/*
+ * Starts the workers (pinned, memory policy on the node). Returns 0 or a
+ * negative errno; on failure no thread is left running.
+ */
+int zero_pool_create(const struct zero_pool_cfg *cfg, struct zero_pool **out)
+	__attribute__((warn_unused_result));
+
+/* Cancels what is running and joins the workers. Accepts NULL. */
+void zero_pool_destroy(struct zero_pool *pool);
+
+/*
+ * Background pass: every page of the pool that is not ZERO or MAPPED is
+ * made ZERO, in ascending order: DIRTY pages are scrubbed, FRESH pages
+ * populated (the kernel zeroes them) or scrubbed with scrub_fresh.
+ * @rate_limit is in bytes per second, 0 for none. Returns at once.
+ */
+void zero_pool_start(struct zero_pool *pool, uint64_t rate_limit);
+
+/*
+ * Waits for the background pass. @progress, if set, is called about
+ * every 100 ms. Returns 0; -ECANCELED after zero_pool_cancel(); or the
+ * first error a worker met (the pass is then cancelled).
+ */
+int zero_pool_wait(struct zero_pool *pool,
+		   void (*progress)(void *arg), void *arg)
+	__attribute__((warn_unused_result));
+
+/*
+ * Makes page @page (an index into the memory) ZERO before anything in
+ * the background, and waits for it. Returns 0 when the page is ZERO (or
+ * already MAPPED), -ECANCELED when cancelled first, or a worker's error.
+ */
+int zero_pool_demand(struct zero_pool *pool, uint64_t page)
+	__attribute__((warn_unused_result));
+
+/*
+ * Stops all work within one chunk. Pages being cleared go back to DIRTY
+ * (they may still hold data); finished ones stay ZERO. The pool can be
+ * started again.
+ */
+void zero_pool_cancel(struct zero_pool *pool);
+
+void zero_pool_get_stats(struct zero_pool *pool, struct zero_pool_stats *s);
+
+#endif
