@@ -182,10 +182,12 @@ static int open_backing(const struct zero_mem_opts *o, struct zero_mem *m,
 
 	if (!o->pool_path) {
 		m->fd = memfd_create("zvmm-guest",
-				     MFD_CLOEXEC | MFD_HUGETLB |
-					     (o->page_bytes == SZ_1G ?
-						      MFD_HUGE_1GB :
-						      MFD_HUGE_2MB));
+				     MFD_CLOEXEC |
+					     (o->shmem ? 0 :
+					      MFD_HUGETLB |
+						      (o->page_bytes == SZ_1G ?
+							       MFD_HUGE_1GB :
+							       MFD_HUGE_2MB)));
 		if (m->fd < 0)
 			goto err_errno;
 		if (ftruncate(m->fd, (off_t)o->bytes))
@@ -229,6 +231,11 @@ int zero_mem_create(const struct zero_mem_opts *o, struct zero_mem **out,
 	struct zero_mem *m;
 	int ret;
 
+	if (!o->page_bytes || o->page_bytes % 4096 || !o->bytes ||
+	    o->bytes % o->page_bytes) {
+		snprintf(err, len, "guest memory must be whole pages");
+		return -EINVAL;
+	}
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;

@@ -20,6 +20,11 @@ struct zero_mem_opts {
 	uint64_t bytes;
 	uint64_t page_bytes; /* 2 MiB or 1 GiB */
 	const char *pool_path; /* NULL: anonymous memfd */
+	/*
+	 * Tests only: a shmem memfd with "pages" of any multiple of 4 KiB,
+	 * so the pool's threading can be exercised without hugepages.
+	 */
+	bool shmem;
 };
 
 struct zero_mem {

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <numa.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../lib/size.h"
+#include "calibrate.h"
+#include "engine.h"
+
+uint64_t zero_chunk_auto(double gbps, uint64_t page_bytes)
+{
+	/* 100 us at the rate; the kernel bounded ~1 ms at ~10 GB/s. */
+	double budget = (gbps > 0 ? gbps : 10) * 1e9 * 100e-6;
+	uint64_t c = 256 << 10;
+
+	while (c * 2 <= (uint64_t)budget && c * 2 <= SZ_8M)
+		c *= 2;
+	return c < page_bytes ? c : page_bytes;
+}
+
+static int pick_backend(struct zero_engine *e, const char *profile,
+			char *err, size_t len)
+{
+	char path[4096];
+	int ret;
+
+	if (strcmp(e->pol.backend, "auto")) {
+		ret = zero_backend_find(e->pol.backend, &e->backend, err, len);
+		return ret == -ENOENT ? -EINVAL : ret;
+	}
+	if (!profile && !zero_profile_default_path(path, sizeof(path)))
+		profile = path;
+	/* Choose at the chunk in use, or at 2 MiB before it is known. */
+	ret = zero_backend_auto(e->pol.chunk ? e->pol.chunk : SZ_2M, profile,
+				&e->backend, &e->backend_gbps);
+	if (ret)
+		snprintf(err, len, "cannot measure the backends for backend = auto: %s",
+			 strerror(-ret));
+	return ret;
+}
+
+static void bind_range(struct zero_mem *m, const struct zero_plan_range *r)
+{
+	size_t off = r->first_page * m->page_bytes;
+	size_t len = r->nr_pages * m->page_bytes;
+
+	if (numa_available() < 0)
+		return;
+	/* Before anything is populated: pages follow the range's node. */
+	numa_tonode_memory(m->guest + off, len, r->node);
+	numa_tonode_memory(m->alias + off, len, r->node);
+}
+
+int zero_engine_create(const struct zero_engine_cfg *cfg,
+		       struct zero_engine **out, char *err, size_t len)
+{
+	struct zero_topo *topo = NULL;
+	struct zero_engine *e;
+	int cpus[ZERO_MAX_WORKERS];
+	int ret;
+
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->mem = cfg->mem;
+	e->pol = *cfg->pol;
+	e->progress = !cfg->quiet && isatty(STDERR_FILENO);
+	ret = pick_backend(e, cfg->profile_path, err, len);
+	if (ret)
+		goto fail;
+	e->chunk = e->pol.chunk ? e->pol.chunk :
+				  zero_chunk_auto(e->backend_gbps,
+						  e->mem->page_bytes);
+	if (e->chunk > e->mem->page_bytes)
+		e->chunk = e->mem->page_bytes;
+	if (!cfg->topo) {
+		topo = malloc(sizeof(*topo));
+		ret = topo ? zero_topo_detect(topo) : -ENOMEM;
+		if (ret) {
+			snprintf(err, len, "cannot read the NUMA topology: %s",
+				 strerror(-ret));
+			goto fail;
+		}
+	}
+	ret = zero_plan_make(cfg->topo ? cfg->topo : topo, &e->pol,
+			     e->mem->nr_pages, e->mem->page_bytes, &e->plan,
+			     err, len);
+	if (ret)
+		goto fail;
+	for (unsigned int r = 0; r < e->plan.nr_ranges; r++) {
+		const struct zero_plan_range *rg = &e->plan.range[r];
+		struct zero_pool_cfg pc = {
+			.mem = e->mem,
+			.clear = e->backend->clear,
+			.chunk = e->chunk,
+			.first_page = rg->first_page,
+			.nr_pages = rg->nr_pages,
+			.node = rg->node,
+			.cpus = cpus,
+			.scrub_fresh = e->pol.fresh == ZERO_FRESH_SCRUB,
+		};
+
+		for (unsigned int w = 0; w < e->plan.nr_workers; w++)
+			if (e->plan.worker[w].node == rg->node)
+				cpus[pc.nr_workers++] = e->plan.worker[w].cpu;
+		bind_range(e->mem, rg);
+		ret = zero_pool_create(&pc, &e->pool[e->nr_pools]);
+		if (ret) {
+			snprintf(err, len, "cannot start %u workers: %s",
+				 pc.nr_workers, strerror(-ret));
+			goto fail;
+		}
+		e->nr_pools++;
+	}
+	free(topo);
+	*out = e;
+	return 0;
+fail:
+	free(topo);
+	zero_engine_destroy(e);
+	return ret;
+}
+
+void zero_engine_destroy(struct zero_engine *e)
+{
+	if (!e)
+		return;
+	for (unsigned int i = 0; i < e->nr_pools; i++)
+		zero_pool_destroy(e->pool[i]);
+	free(e);
+}
+
+static void sum_stats(struct zero_engine *e, struct zero_pool_stats *t)
+{
+	struct zero_pool_stats s;
+
+	memset(t, 0, sizeof(*t));
+	for (unsigned int i = 0; i < e->nr_pools; i++) {
+		zero_pool_get_stats(e->pool[i], &s);
+		t->scrub_bytes += s.scrub_bytes;
+		t->populate_bytes += s.populate_bytes;
+		t->demand_bytes += s.demand_bytes;
+		t->demand_pages += s.demand_pages;
+		t->pages_left += s.pages_left;
+	}
+}
+
+/* Bytes done, GB/s and time left, once the work has lasted a second. */
+static void progress(void *arg)
+{
+	struct zero_engine *e = arg;
+	struct zero_pool_stats s;
+	double el = zero_now() - e->t0, rate, left;
+	char a[32], b[32];
+	uint64_t done;
+
+	if (!e->progress || el < 1.0)
+		return;
+	sum_stats(e, &s);
+	done = s.scrub_bytes + s.populate_bytes;
+	rate = (double)done / el;
+	left = rate > 0 ? (double)(s.pages_left * e->mem->page_bytes) / rate : 0;
+	fprintf(stderr, "\r\033[Kzvmm: prezero %s of %s, %.1f GB/s, %.0f s left",
+		size_human(done, a, sizeof(a)),
+		size_human(e->mem->bytes, b, sizeof(b)), rate / 1e9, left);
+}
+
+int zero_engine_prezero(struct zero_engine *e, struct zero_prezero_report *r)
+{
+	struct zero_pool_stats s0, s1;
+	int ret = 0, err;
+
+	sum_stats(e, &s0);
+	e->t0 = zero_now();
+	for (unsigned int i = 0; i < e->nr_pools; i++)
+		zero_pool_start(e->pool[i], 0);
+	for (unsigned int i = 0; i < e->nr_pools; i++) {
+		err = zero_pool_wait(e->pool[i], progress, e);
+		if (err && !ret)
+			ret = err;
+	}
+	if (e->progress && zero_now() - e->t0 >= 1.0)
+		fprintf(stderr, "\r\033[K");
+	sum_stats(e, &s1);
+	memset(r, 0, sizeof(*r));
+	r->seconds = zero_now() - e->t0;
+	r->scrub_bytes = s1.scrub_bytes - s0.scrub_bytes;
+	r->populate_bytes = s1.populate_bytes - s0.populate_bytes;
+	if (r->seconds > 0)
+		r->gbps = (double)(r->scrub_bytes + r->populate_bytes) /
+			  r->seconds / 1e9;
+	return ret;
+}
+
+int zero_engine_demand(struct zero_engine *e, uint64_t page)
+{
+	for (unsigned int i = 0; i < e->plan.nr_ranges; i++) {
+		const struct zero_plan_range *rg = &e->plan.range[i];
+
+		if (page >= rg->first_page &&
+		    page < rg->first_page + rg->nr_pages)
+			return zero_pool_demand(e->pool[i], page);
+	}
+	return -EINVAL;
+}
+
+void zero_engine_cancel(struct zero_engine *e)
+{
+	for (unsigned int i = 0; i < e->nr_pools; i++)
+		zero_pool_cancel(e->pool[i]);
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZVMM_ZEROING_ENGINE_H
+#define ZVMM_ZEROING_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "memory.h"
+#include "policy.h"
+#include "pool.h"
+#include "topo.h"
+
+/*
+ * The zeroing engine: the policy applied to one guest memory. It picks
+ * the backend and chunk size, plans workers and page ranges over the NUMA
+ * nodes, binds each range to its node and runs one worker pool per node.
+ */
+
+struct zero_engine {
+	struct zero_mem *mem;
+	struct zero_policy pol;
+	const struct zero_backend *backend;
+	double backend_gbps; /* calibrated rate at the chunk size, 0 unknown */
+	uint64_t chunk;
+	struct zero_plan plan;
+	unsigned int nr_pools;
+	struct zero_pool *pool[ZERO_MAX_NODES];
+	bool progress; /* print progress on stderr (a terminal, not quiet) */
+	double t0;
+};
+
+struct zero_engine_cfg {
+	const struct zero_policy *pol;
+	struct zero_mem *mem;
+	const char *profile_path; /* for backend=auto; NULL: the default */
+	bool quiet;
+	const struct zero_topo *topo; /* NULL: this machine's */
+};
+
+struct zero_prezero_report {
+	uint64_t scrub_bytes;
+	uint64_t populate_bytes;
+	double seconds;
+	double gbps; /* (scrubbed + populated) / seconds */
+};
+
+/*
+ * Returns 0, -EINVAL for a policy that does not fit this machine, or
+ * another negative errno (-EOPNOTSUPP: the backend cannot run here);
+ * @err says what to do.
+ */
+int zero_engine_create(const struct zero_engine_cfg *cfg,
+		       struct zero_engine **out, char *err, size_t err_len)
+	__attribute__((warn_unused_result));
+
+void zero_engine_destroy(struct zero_engine *e);
+
+/*
+ * prezero (DESIGN.md 4): every page not ZERO or MAPPED becomes ZERO, the
+ * workers of each node in parallel. Returns 0, -ECANCELED after
+ * zero_engine_cancel(), or a worker's error.
+ */
+int zero_engine_prezero(struct zero_engine *e, struct zero_prezero_report *r)
+	__attribute__((warn_unused_result));
+
+/* Makes page @page ZERO ahead of all background work. */
+int zero_engine_demand(struct zero_engine *e, uint64_t page)
+	__attribute__((warn_unused_result));
+
+/* Stops every pool within one chunk; callable from any thread. */
+void zero_engine_cancel(struct zero_engine *e);
+
+/*
+ * chunk = auto: about 100 us of clearing at @gbps, a power of two from
+ * 256 KiB to the 8 MiB cap (DESIGN.md 5), never above the page size.
+ */
+uint64_t zero_chunk_auto(double gbps, uint64_t page_bytes);
+
+#endif
