@@ -49,6 +49,7 @@ override LDFLAGS += -fsanitize=$(SANITIZE)
 # the plain and ASan builds.
 ifneq ($(findstring thread,$(SANITIZE)),)
 override CFLAGS += -Wno-tsan
+STRESS_SEEDS ?= 40
 endif
 endif
 
@@ -67,6 +68,8 @@ BENCH_SRCS := bench/bench.c bench/plot.c
 CORE_SRCS := $(LIB_SRCS) $(ARCH_SRCS) $(ZERO_SRCS) $(BENCH_SRCS)
 MAIN_SRCS := vmm/main.c
 TEST_SRCS := $(wildcard tests/test_*.c) tests/helpers.c
+STRESS := $(O)/tests/stress-pool
+STRESS_SEEDS ?= 200
 
 obj = $(patsubst %,$(O)/%.o,$(basename $(1)))
 CORE_OBJS := $(call obj,$(CORE_SRCS))
@@ -104,6 +107,10 @@ $(O)/tests/zvmm-tests: $(TEST_OBJS) $(CORE_OBJS)
 	$(quiet) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CRIT_LIBS) $(LDLIBS)
 
+$(STRESS): $(O)/tests/stress_pool.o $(CORE_OBJS)
+	$(quiet) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(ARM64_TEST): $(ARM64_SRCS) $(wildcard arch/*.h arch/*/*.h zeroing/*.h lib/*.h)
 	@mkdir -p $(dir $@)
 	@command -v $(CROSS_CC) >/dev/null || { echo "$(CROSS_CC) not found: run 'make deps'" >&2; exit 1; }
@@ -140,7 +147,8 @@ else
 TEST_RUNNER := $(O)/tests/zvmm-tests
 endif
 
-test-unit: $(O)/zvmm $(TEST_RUNNER)
+test-unit: $(O)/zvmm $(TEST_RUNNER) $(STRESS)
+	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(STRESS) $(STRESS_SEEDS)
 	$(Q)ZVMM_BIN=$(O)/zvmm TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
 		$(TEST_RUNNER) -j1 $(TEST_ARGS)
 
