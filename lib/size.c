@@ -80,7 +80,9 @@ const char *size_format(uint64_t bytes, char *buf, size_t len)
 
 const char *size_human(uint64_t bytes, char *buf, size_t len)
 {
-	if (bytes >= SZ_1G)
+	if (!bytes)
+		snprintf(buf, len, "0 B");
+	else if (bytes >= SZ_1G)
 		snprintf(buf, len, "%.1f GiB", (double)bytes / (double)SZ_1G);
 	else
 		snprintf(buf, len, "%.1f MiB", (double)bytes / (double)SZ_1M);

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../lib/log.h"
+#include "../lib/size.h"
+#include "../zeroing/calibrate.h"
+#include "cli.h"
+
+static void calibrate_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: zvmm calibrate [--out FILE|-] [--quiet]\n"
+		"\n"
+		"Measures every backend that runs here on warm memory at chunk sizes\n"
+		"256K, 1M, 2M, 4M and 8M and writes a profile that `backend = auto`\n"
+		"reads. Default FILE: $XDG_CACHE_HOME/zvmm/calibration.ini\n"
+		"(~/.cache/zvmm/calibration.ini); '-' prints it.\n");
+}
+
+static int mkdir_parent(const char *path)
+{
+	char buf[PATH_MAX], *p;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (p = buf + 1; (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		if (mkdir(buf, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return 0;
+}
+
+int cmd_calibrate(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "out", required_argument, NULL, 'o' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	const struct zero_backend *b;
+	struct zero_profile *p;
+	char path[PATH_MAX], label[16];
+	const char *out = NULL;
+	bool quiet = false;
+	unsigned int i, k;
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case 'h':
+			calibrate_usage(stdout);
+			return 0;
+		default:
+			calibrate_usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		pr_err("calibrate: unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (!out) {
+		if (zero_profile_default_path(path, sizeof(path))) {
+			pr_err("no $XDG_CACHE_HOME or $HOME to keep the profile in: give --out FILE");
+			return EXIT_USAGE;
+		}
+		out = path;
+	}
+	if (strcmp(out, "-") && (ret = mkdir_parent(out))) {
+		pr_err("cannot create the directory for %s: %s", out,
+		       strerror(-ret));
+		return EXIT_USAGE;
+	}
+	p = malloc(sizeof(*p));
+	if (!p)
+		return EXIT_OTHER;
+	/* 256 MiB: eight times the L3, so every chunk size streams. */
+	ret = zero_calibrate(zero_calibrate_chunks, zero_calibrate_nr_chunks,
+			     256 * SZ_1M, 5, p);
+	if (ret) {
+		pr_err("calibration needs 256 MiB of memory: %s",
+		       strerror(-ret));
+		free(p);
+		return EXIT_RESOURCE;
+	}
+	if (!quiet && strcmp(out, "-")) {
+		printf("%-16s", "GB/s");
+		for (k = 0; k < p->nr; k++)
+			printf("%8s",
+			       size_label(p->e[k].chunk, label, sizeof(label)));
+		printf("\n");
+		for_each_backend(i, b) {
+			if (!zero_backend_runs_here(b))
+				continue;
+			printf("%-16s", b->name);
+			for (k = 0; k < p->nr; k++)
+				printf("%8.1f", p->e[k].gbps[i]);
+			printf("\n");
+		}
+		printf("%-16s", "best");
+		for (k = 0; k < p->nr; k++)
+			printf("%8s",
+			       zero_backend_at((unsigned)p->e[k].best)->name);
+		printf("\n");
+	}
+	ret = zero_profile_write(p, out);
+	free(p);
+	if (ret) {
+		pr_err("cannot write %s: %s", out, strerror(-ret));
+		return EXIT_USAGE;
+	}
+	if (strcmp(out, "-"))
+		pr_info("profile written to %s", out);
+	return 0;
+}
+
