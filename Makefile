@@ -64,7 +64,7 @@ endif
 LIB_SRCS := lib/log.c lib/size.c
 ARCH_SRCS := $(wildcard $(ARCH_DIR)/*.c $(ARCH_DIR)/*.S) arch/generic/clear.c
 ZERO_SRCS := $(wildcard zeroing/*.c)
-BENCH_SRCS := bench/bench.c bench/plot.c
+BENCH_SRCS := $(wildcard bench/*.c)
 CORE_SRCS := $(LIB_SRCS) $(ARCH_SRCS) $(ZERO_SRCS) $(BENCH_SRCS)
 MAIN_SRCS := $(wildcard vmm/*.c)
 TEST_SRCS := $(wildcard tests/test_*.c) tests/helpers.c

@@ -16,6 +16,7 @@
 #include "../zeroing/calibrate.h"
 #include "../zeroing/hugetlb.h"
 #include "bench.h"
+#include "internal.h"
 #include "plot.h"
 
 #define BENCH_MAX_REPS 64
@@ -26,23 +27,7 @@ static const uint64_t bench_extents[] = {
 };
 #define BENCH_NR_EXTENTS (sizeof(bench_extents) / sizeof(bench_extents[0]))
 
-struct bench {
-	const struct bench_opts *o;
-	struct bench_result res[BENCH_MAX_RESULTS];
-	unsigned int nr;
-	const struct zero_backend *sel[ZERO_PROFILE_MAX_BACKENDS];
-	unsigned int nsel;
-	unsigned int step, steps;
-	bool progress;
-	FILE *table; /* stdout, or stderr when the JSON takes stdout */
-	FILE *json;
-	struct zero_hugetlb_resv resv_2m, resv_1g;
-	char *region;
-	uint64_t region_bytes, region_page;
-	const char *backing;
-};
-
-static volatile sig_atomic_t bench_stop;
+volatile sig_atomic_t bench_stop;
 
 /*
  * The first SIGINT/SIGTERM asks the loops to stop after the current pass
@@ -65,7 +50,7 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static void progress(struct bench *bn, const char *what, uint64_t extent,
+void bench_progress(struct bench *bn, const char *what, uint64_t extent,
 		     unsigned int rep)
 {
 	char label[16];
@@ -85,7 +70,7 @@ static void progress_done(struct bench *bn)
 }
 
 /* Records the median and range of @reps timings of @bytes each. */
-static void record(struct bench *bn, const char *method, uint64_t page,
+void bench_record(struct bench *bn, const char *method, uint64_t page,
 		   uint64_t extent, uint64_t bytes, double *t)
 {
 	struct bench_result *r;
@@ -99,6 +84,7 @@ static void record(struct bench *bn, const char *method, uint64_t page,
 	r->page_bytes = page;
 	r->extent_bytes = extent;
 	r->threads = 1;
+	r->backend[0] = '\0';
 	r->reps = n;
 	r->gbps = (double)bytes / t[n / 2] / 1e9;
 	r->gbps_min = (double)bytes / t[n - 1] / 1e9;
@@ -143,6 +129,10 @@ static int bench_kernel(struct bench *bn, uint64_t page,
 	int ret;
 
 	ret = zero_hugetlb_reserve(page, (long)count, resv);
+	if (page == SZ_1G)
+		bn->resv_ok_1g = !ret;
+	else
+		bn->resv_ok_2m = !ret;
 	if (ret) {
 		pr_warn("cannot reserve %llu hugepages of %s (%s): kernel rows for that page size are skipped",
 			(unsigned long long)count,
@@ -155,12 +145,12 @@ static int bench_kernel(struct bench *bn, uint64_t page,
 	for (unsigned int m = 0; m < 2 && !ret; m++) {
 		bn->step++;
 		for (unsigned int r = 0; r < bn->o->reps && !ret; r++) {
-			progress(bn, methods[m], page, r + 1);
+			bench_progress(bn, methods[m], page, r + 1);
 			ret = bench_stop ? -EINTR :
 					   kernel_fault(bytes, page, m, &t[r]);
 		}
 		if (!ret)
-			record(bn, methods[m], page, page, bytes, t);
+			bench_record(bn, methods[m], page, page, bytes, t);
 	}
 	if (ret && ret != -EINTR)
 		pr_err("mapping %s of %s hugepages failed: %s",
@@ -231,11 +221,11 @@ static int bench_backends(struct bench *bn)
 			for (unsigned int r = 0; r < bn->o->reps; r++) {
 				if (bench_stop)
 					return -EINTR;
-				progress(bn, method, ext, r + 1);
+				bench_progress(bn, method, ext, r + 1);
 				t[r] = zero_time_pass(b, bn->region,
 						      bn->region_bytes, ext);
 			}
-			record(bn, method, bn->region_page, ext,
+			bench_record(bn, method, bn->region_page, ext,
 			       bn->region_bytes, t);
 		}
 	}
@@ -264,6 +254,73 @@ static double kernel_ref(const struct bench *bn)
 	return k ? k->gbps : 0;
 }
 
+static const struct bench_result *find_w(const struct bench *bn,
+					  const char *method, uint64_t page,
+					  uint64_t extent, unsigned int threads)
+{
+	for (unsigned int i = 0; i < bn->nr; i++) {
+		const struct bench_result *r = &bn->res[i];
+
+		if (!strcmp(r->method, method) && r->page_bytes == page &&
+		    r->extent_bytes == extent && r->threads == threads)
+			return r;
+	}
+	return NULL;
+}
+
+/* The engine's targets: bounded chunks cost nothing, scrubbing a warm
+ * pool beats the kernel populating fresh pages, and how workers scale. */
+static void print_pool_summary(struct bench *bn, FILE *f)
+{
+	static const uint64_t pages[] = { SZ_2M, SZ_1G };
+	const struct bench_result *a, *b, *g;
+	unsigned int wmax = 0;
+
+	for (unsigned int i = 0; i < bn->nr; i++)
+		if (!strncmp(bn->res[i].method, "pool:", 5) &&
+		    bn->res[i].threads > wmax)
+			wmax = bn->res[i].threads;
+	if (!wmax)
+		return;
+	for (unsigned int w = 1; w <= wmax; w++) {
+		g = find_w(bn, "pool:prezero", SZ_1G, SZ_1G, w);
+		a = find_w(bn, "pool:prezero", SZ_1G, 256 << 10, w);
+		b = find_w(bn, "pool:prezero", SZ_1G, SZ_2M, w);
+		if (g && a && b)
+			fprintf(f,
+				"pool:prezero 1G pages, %u worker%s: 256K chunks %.1f, 2M chunks %.1f GB/s = %.2fx, %.2fx the rate with 1G chunks (%.1f)\n",
+				w, w == 1 ? "" : "s", a->gbps, b->gbps,
+				a->gbps / g->gbps, b->gbps / g->gbps, g->gbps);
+	}
+	for (unsigned int p = 0; p < 2; p++)
+		for (unsigned int w = 1; w <= wmax; w++) {
+			a = find_w(bn, "pool:prezero", pages[p], SZ_2M, w);
+			b = find_w(bn, "pool:populate", pages[p], pages[p], w);
+			if (a && b)
+				fprintf(f,
+					"scrub of a warm dirty pool vs kernel populate, %s pages, %u worker%s: %.1f / %.1f GB/s = %.2fx\n",
+					pages[p] == SZ_1G ? "1G" : "2M", w,
+					w == 1 ? "" : "s", a->gbps, b->gbps,
+					a->gbps / b->gbps);
+		}
+	for (unsigned int p = 0; p < 2; p++) {
+		a = find_w(bn, "pool:prezero", pages[p], SZ_2M, 1);
+		b = find_w(bn, "pool:prezero", pages[p], SZ_2M, wmax);
+		if (a && b && wmax > 1)
+			fprintf(f,
+				"workers 1 -> %u, pool:prezero %s pages 2M chunks: %.1f -> %.1f GB/s (%.2fx)\n",
+				wmax, pages[p] == SZ_1G ? "1G" : "2M", a->gbps,
+				b->gbps, b->gbps / a->gbps);
+		a = find_w(bn, "pool:populate", pages[p], pages[p], 1);
+		b = find_w(bn, "pool:populate", pages[p], pages[p], wmax);
+		if (a && b && wmax > 1)
+			fprintf(f,
+				"workers 1 -> %u, pool:populate %s pages: %.1f -> %.1f GB/s (%.2fx)\n",
+				wmax, pages[p] == SZ_1G ? "1G" : "2M", a->gbps,
+				b->gbps, b->gbps / a->gbps);
+	}
+}
+
 static void print_table(struct bench *bn)
 {
 	const struct bench_result *best = NULL, *r, *b1g;
@@ -273,48 +330,50 @@ static void print_table(struct bench *bn)
 
 	arch_cpu_model(cpu, sizeof(cpu));
 	zero_features_format(zero_cpu_features(), feat, sizeof(feat));
-	fprintf(f, "zvmm bench: %s, %s (%s), 1 thread\n", cpu, arch_name, feat);
+	fprintf(f, "zvmm bench: %s, %s (%s)\n", cpu, arch_name, feat);
 	fprintf(f,
 		"region: %s on %s, written once before timing (warm); %u repetitions; median GB/s (1 GB = 1e9 bytes)\n\n",
 		size_format(bn->region_bytes, sz, sizeof(sz)), bn->backing,
 		bn->o->reps);
-	fprintf(f, "%-24s %5s %6s %9s  %-17s %s\n", "method", "page", "extent",
-		"GB/s", "(min - max)", "x kernel:demand 2M");
+	fprintf(f, "%-20s %5s %6s %3s %8s  %-17s %-8s %s\n", "method", "page",
+		"extent", "thr", "GB/s", "(min - max)", "x kernel", "backend");
+	fprintf(f, "%-20s %5s %6s %3s %8s  %-17s %-8s\n", "", "", "", "", "",
+		"", "demand 2M");
 	for (unsigned int i = 0; i < bn->nr; i++) {
-		char range[32];
+		char range[32], ratio[16] = "n/a";
 
 		r = &bn->res[i];
 		snprintf(range, sizeof(range), "(%.1f - %.1f)", r->gbps_min,
 			 r->gbps_max);
-		fprintf(f, "%-24s %5s %6s %9.1f  %-17s ", r->method,
-			size_label(r->page_bytes, page, sizeof(page)),
-			size_label(r->extent_bytes, ext, sizeof(ext)), r->gbps,
-			range);
 		if (ref > 0)
-			fprintf(f, "%5.2f\n", r->gbps / ref);
-		else
-			fprintf(f, "  n/a\n");
+			snprintf(ratio, sizeof(ratio), "%.2f", r->gbps / ref);
+		fprintf(f, "%-20s %5s %6s %3u %8.1f  %-17s %8s %s\n", r->method,
+			size_label(r->page_bytes, page, sizeof(page)),
+			size_label(r->extent_bytes, ext, sizeof(ext)),
+			r->threads, r->gbps, range, ratio, r->backend);
 		if (!strncmp(r->method, "backend:", 8) &&
 		    r->extent_bytes == SZ_2M && (!best || r->gbps > best->gbps))
 			best = r;
 	}
-	if (!best)
-		return;
-	fprintf(f, "\nbest at 2M extents: %s %.1f GB/s", best->method,
-		best->gbps);
-	if (ref > 0)
-		fprintf(f, " = %.2fx kernel:demand 2M (%.1f GB/s)",
-			best->gbps / ref, ref);
 	fprintf(f, "\n");
-	for (unsigned int i = 0; i < bn->nr; i++)
-		if (!strcmp(bn->res[i].method, best->method) &&
-		    bn->res[i].gbps > top)
-			top = bn->res[i].gbps;
-	b1g = find(bn, best->method, 0, SZ_1G);
-	if (b1g)
-		fprintf(f,
-			"%s at 1G extents: %.1f GB/s = %.2fx its best extent rate (%.1f GB/s)\n",
-			best->method, b1g->gbps, b1g->gbps / top, top);
+	if (best) {
+		fprintf(f, "best at 2M extents: %s %.1f GB/s", best->method,
+			best->gbps);
+		if (ref > 0)
+			fprintf(f, " = %.2fx kernel:demand 2M (%.1f GB/s)",
+				best->gbps / ref, ref);
+		fprintf(f, "\n");
+		for (unsigned int i = 0; i < bn->nr; i++)
+			if (!strcmp(bn->res[i].method, best->method) &&
+			    bn->res[i].gbps > top)
+				top = bn->res[i].gbps;
+		b1g = find(bn, best->method, 0, SZ_1G);
+		if (b1g)
+			fprintf(f,
+				"%s at 1G extents: %.1f GB/s = %.2fx its best extent rate (%.1f GB/s)\n",
+				best->method, b1g->gbps, b1g->gbps / top, top);
+	}
+	print_pool_summary(bn, f);
 }
 
 static void json_str(FILE *f, const char *s)
@@ -359,6 +418,8 @@ static int write_json(struct bench *bn)
 			(unsigned long long)r->page_bytes,
 			(unsigned long long)r->extent_bytes, r->threads,
 			r->gbps, r->gbps_min, r->gbps_max);
+		if (r->backend[0])
+			fprintf(f, ", \"backend\": \"%s\"", r->backend);
 		if (ref > 0)
 			fprintf(f, ", \"ratio_kernel_demand_2m\": %.3f",
 				r->gbps / ref);
@@ -515,12 +576,18 @@ int bench_run(const struct bench_opts *o)
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
 	bn->progress = !o->quiet && isatty(STDERR_FILENO);
-	bn->steps = 4 + bn->nsel * BENCH_NR_EXTENTS;
+	bn->steps = 4 + bn->nsel * BENCH_NR_EXTENTS + bench_pool_steps(SZ_2M) +
+		    (o->size % SZ_1G ? 0 : bench_pool_steps(SZ_1G));
 
+	/* Each page size's pool rows use the pages its kernel rows hold. */
 	ret = bench_kernel(bn, SZ_2M, &bn->resv_2m);
+	if (!ret && bn->resv_ok_2m && !bench_stop)
+		ret = bench_pool(bn, SZ_2M);
 	zero_hugetlb_release(&bn->resv_2m);
 	if (!ret)
 		ret = bench_kernel(bn, SZ_1G, &bn->resv_1g);
+	if (!ret && bn->resv_ok_1g && !bench_stop && o->size % SZ_1G == 0)
+		ret = bench_pool(bn, SZ_1G);
 	if (!ret && !bench_stop) {
 		ret = region_map(bn);
 		if (ret)

@@ -13,6 +13,7 @@ struct bench_result {
 	uint64_t extent_bytes;
 	unsigned int threads;
 	unsigned int reps;
+	char backend[24]; /* pool:prezero rows: the backend auto chose */
 	double gbps; /* median */
 	double gbps_min;
 	double gbps_max;

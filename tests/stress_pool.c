@@ -83,8 +83,9 @@ static int check(struct zero_mem *m, bool all)
 	return 0;
 }
 
-static int round_once(unsigned int seed)
+static int round_once(unsigned int seed0)
 {
+	unsigned int seed = seed0;
 	const struct zero_backend *b;
 	struct zero_mem_opts o = { .page_bytes = 256 << 10, .shmem = true };
 	struct zero_pool_cfg c = { 0 };
@@ -97,7 +98,7 @@ static int round_once(unsigned int seed)
 
 	o.bytes = o.page_bytes * (16 + (uint64_t)(rand_r(&seed) % 48));
 	if (zero_mem_create(&o, &m, err, sizeof(err))) {
-		printf("seed %u: %s\n", seed, err);
+		printf("seed %u: %s\n", seed0, err);
 		return 1;
 	}
 	for (uint64_t i = 0; i < m->nr_pages; i++) {
@@ -120,7 +121,7 @@ static int round_once(unsigned int seed)
 	c.scrub_fresh = rand_r(&seed) % 2;
 	ret = zero_pool_create(&c, &pool);
 	if (ret) {
-		printf("seed %u: pool: %s\n", seed, strerror(-ret));
+		printf("seed %u: pool: %s\n", seed0, strerror(-ret));
 		zero_mem_destroy(m);
 		return 1;
 	}
@@ -139,7 +140,7 @@ static int round_once(unsigned int seed)
 		bad += d[i].bad;
 	}
 	if (ret && ret != -ECANCELED) {
-		printf("seed %u: wait: %s\n", seed, strerror(-ret));
+		printf("seed %u: wait: %s\n", seed0, strerror(-ret));
 		bad++;
 	}
 	bad += check(m, false);
@@ -151,7 +152,7 @@ static int round_once(unsigned int seed)
 	zero_pool_destroy(pool);
 	zero_mem_destroy(m);
 	if (bad)
-		printf("seed %u failed\n", seed);
+		printf("seed %u failed\n", seed0);
 	return bad != 0;
 }
 

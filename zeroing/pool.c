@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "calibrate.h"
@@ -205,9 +206,15 @@ static int do_chunk(struct zero_pool *pool, const struct job *job,
 	struct zero_mem *m = pool->cfg.mem;
 
 	if (job->populate) {
-		/* The kernel allocates and zeroes the page on this core. */
-		if (fallocate(m->fd, 0, (off_t)(job->page * m->page_bytes),
-			      (off_t)m->page_bytes))
+		/*
+		 * The kernel allocates and zeroes the page on this core.
+		 * MADV_POPULATE_WRITE faults it in under the per-page hugetlb
+		 * fault mutex, so workers run in parallel; fallocate() holds
+		 * the inode lock for its whole call and serialises them
+		 * (measured: 2 workers no faster than 1).
+		 */
+		if (madvise(zero_mem_alias_page(m, job->page), m->page_bytes,
+			    MADV_POPULATE_WRITE))
 			return -errno;
 		return 0;
 	}

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pool:prezero and pool:populate rows of `zvmm bench`: the engine itself,
+ * with its worker pool, bounded chunks and backend choice, against the
+ * kernel populating fresh pages with the same number of threads.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../lib/log.h"
+#include "../lib/size.h"
+#include "../zeroing/engine.h"
+#include "../zeroing/topo.h"
+#include "internal.h"
+
+static const uint64_t pool_chunks[] = {
+	256 << 10, SZ_2M, SZ_8M, 64 * SZ_1M, SZ_1G,
+};
+#define NR_CHUNKS (sizeof(pool_chunks) / sizeof(pool_chunks[0]))
+
+/* 1, 2, 4, ... up to the number of physical cores, and that number. */
+static unsigned int worker_counts(unsigned int *w)
+{
+	struct zero_topo t;
+	unsigned int n = 0, max = 1;
+
+	if (!zero_topo_detect(&t))
+		max = t.node[0].nr_cores ? t.node[0].nr_cores : 1;
+	for (unsigned int k = 1; k < max && n < 15; k *= 2)
+		w[n++] = k;
+	w[n++] = max;
+	return n;
+}
+
+unsigned int bench_pool_steps(uint64_t page)
+{
+	unsigned int w[16], nw = worker_counts(w), nc = 0;
+
+	for (unsigned int c = 0; c < NR_CHUNKS; c++)
+		nc += pool_chunks[c] <= page;
+	return nw * (nc + 1);
+}
+
+static int make_engine(struct zero_mem *m, const char *backend,
+		       unsigned int workers, uint64_t chunk,
+		       struct zero_engine **e)
+{
+	struct zero_policy pol;
+	struct zero_engine_cfg cfg = { .pol = &pol, .mem = m, .quiet = true };
+	char err[512];
+	int ret;
+
+	zero_policy_defaults(&pol);
+	pol.mode = ZERO_MODE_PREZERO;
+	snprintf(pol.backend, sizeof(pol.backend), "%s", backend);
+	pol.workers = workers;
+	pol.chunk = chunk;
+	ret = zero_engine_create(&cfg, e, err, sizeof(err));
+	if (ret)
+		pr_err("%s", err);
+	return ret;
+}
+
+static int new_mem(struct bench *bn, uint64_t page, struct zero_mem **m)
+{
+	struct zero_mem_opts o = { .bytes = bn->o->size, .page_bytes = page };
+	char err[512];
+	int ret = zero_mem_create(&o, m, err, sizeof(err));
+
+	if (ret)
+		pr_err("%s", err);
+	return ret;
+}
+
+/* A pool that held a guest: every page written with a pattern, DIRTY. */
+static int make_dirty(struct zero_mem *m)
+{
+	for (uint64_t i = 0; i < m->nr_pages; i++) {
+		memset(zero_mem_alias_page(m, i), 0xa5, m->page_bytes);
+		if (zero_page_move(m->pages, i, ZP_ZERO, ZP_DIRTY))
+			return -EIO;
+	}
+	return 0;
+}
+
+static int populate_rows(struct bench *bn, uint64_t page,
+			 const unsigned int *w, unsigned int nw)
+{
+	double t[64];
+	int ret = 0;
+
+	for (unsigned int k = 0; k < nw && !ret; k++) {
+		bn->step++;
+		for (unsigned int r = 0; r < bn->o->reps && !ret; r++) {
+			struct zero_prezero_report rep;
+			struct zero_engine *e = NULL;
+			struct zero_mem *m = NULL;
+
+			if (bench_stop)
+				return -EINTR;
+			bench_progress(bn, "pool:populate", page, r + 1);
+			/* Fresh memory each time: a new memfd, untimed. */
+			ret = new_mem(bn, page, &m);
+			if (!ret)
+				ret = make_engine(m, "memset", w[k], page, &e);
+			if (!ret)
+				ret = zero_engine_prezero(e, &rep);
+			t[r] = rep.seconds;
+			zero_engine_destroy(e);
+			zero_mem_destroy(m);
+		}
+		if (!ret) {
+			bench_record(bn, "pool:populate", page, page,
+				     bn->o->size, t);
+			bn->res[bn->nr - 1].threads = w[k];
+		}
+	}
+	return ret;
+}
+
+static int prezero_rows(struct bench *bn, uint64_t page,
+			const unsigned int *w, unsigned int nw)
+{
+	struct zero_prezero_report rep;
+	struct zero_engine *e;
+	struct zero_mem *m;
+	double t[64], gbps;
+	int ret;
+
+	/* Populated once (and so warm); poisoned again before each pass. */
+	ret = new_mem(bn, page, &m);
+	if (ret)
+		return ret;
+	ret = make_engine(m, "memset", 1, page, &e);
+	if (!ret)
+		ret = zero_engine_prezero(e, &rep);
+	zero_engine_destroy(e);
+	for (unsigned int c = 0; c < NR_CHUNKS && !ret; c++) {
+		const struct zero_backend *b;
+		uint64_t chunk = pool_chunks[c];
+
+		if (chunk > page)
+			continue;
+		/* backend=auto at this chunk size, as the engine would. */
+		ret = zero_backend_auto(chunk, NULL, &b, &gbps);
+		for (unsigned int k = 0; k < nw && !ret; k++) {
+			bn->step++;
+			ret = make_engine(m, b->name, w[k], chunk, &e);
+			for (unsigned int r = 0; r < bn->o->reps && !ret; r++) {
+				if (bench_stop) {
+					ret = -EINTR;
+					break;
+				}
+				bench_progress(bn, "pool:prezero", chunk, r + 1);
+				ret = make_dirty(m);
+				if (!ret)
+					ret = zero_engine_prezero(e, &rep);
+				if (!ret && rep.scrub_bytes != bn->o->size)
+					ret = -EIO;
+				t[r] = rep.seconds;
+			}
+			zero_engine_destroy(e);
+			if (!ret) {
+				bench_record(bn, "pool:prezero", page, chunk,
+					     bn->o->size, t);
+				bn->res[bn->nr - 1].threads = w[k];
+				snprintf(bn->res[bn->nr - 1].backend,
+					 sizeof(bn->res[0].backend), "%s",
+					 b->name);
+			}
+		}
+	}
+	zero_mem_destroy(m);
+	return ret;
+}
+
+int bench_pool(struct bench *bn, uint64_t page)
+{
+	unsigned int w[16], nw = worker_counts(w);
+	int ret;
+
+	ret = prezero_rows(bn, page, w, nw);
+	if (!ret)
+		ret = populate_rows(bn, page, w, nw);
+	if (ret && ret != -EINTR)
+		pr_err("pool rows for %s pages failed: %s",
+		       page == SZ_1G ? "1 GiB" : "2 MiB", strerror(-ret));
+	return ret;
+}
