@@ -185,6 +185,7 @@ Test(engine, cancel_leaves_no_zero_page_with_poison, .fini = give_back,
 	struct zero_engine *e;
 	struct zero_mem *m;
 	uint64_t n[ZP_NR_STATES] = { 0 };
+	double t0;
 
 	reserve_or_skip(SZ_2M, 256);
 	m = mem_or_fail(256 * SZ_2M, SZ_2M);
@@ -194,10 +195,14 @@ Test(engine, cancel_leaves_no_zero_page_with_poison, .fini = give_back,
 	for (unsigned int i = 0; i < e->nr_pools; i++)
 		zero_pool_start(e->pool[i], 128 * SZ_1M);
 	usleep(300 * 1000);
+	t0 = zero_now();
 	zero_engine_cancel(e);
 	for (unsigned int i = 0; i < e->nr_pools; i++)
 		cr_assert_eq(zero_pool_wait(e->pool[i], NULL, NULL),
 			     -ECANCELED);
+	/* Within one chunk: a 64 KiB chunk takes microseconds. */
+	cr_assert_lt(zero_now() - t0, 0.05, "cancel took %.3f s",
+		     zero_now() - t0);
 	for (uint64_t i = 0; i < m->nr_pages; i++) {
 		enum zero_page_state s = zero_page_get(m->pages, i);
 		char *p = zero_mem_guest_page(m, i);

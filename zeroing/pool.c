@@ -224,15 +224,28 @@ static int do_chunk(struct zero_pool *pool, const struct job *job,
 
 static void pin(const struct worker_arg *wa)
 {
+	struct bitmask *cpus;
 	cpu_set_t set;
 
+	if (numa_available() < 0) {
+		if (wa->cpu >= 0) {
+			CPU_ZERO(&set);
+			CPU_SET(wa->cpu, &set);
+			pthread_setaffinity_np(pthread_self(), sizeof(set),
+					       &set);
+		}
+		return;
+	}
 	if (wa->cpu >= 0) {
-		CPU_ZERO(&set);
-		CPU_SET(wa->cpu, &set);
-		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+		cpus = numa_allocate_cpumask();
+		if (cpus) {
+			numa_bitmask_setbit(cpus, (unsigned int)wa->cpu);
+			numa_sched_setaffinity(0, cpus);
+			numa_free_cpumask(cpus);
+		}
 	}
 	/* Pages this thread allocates (populate) come from its node. */
-	if (wa->pool->cfg.node >= 0 && numa_available() >= 0)
+	if (wa->pool->cfg.node >= 0)
 		numa_set_preferred(wa->pool->cfg.node);
 }
 
