@@ -66,7 +66,7 @@ ARCH_SRCS := $(wildcard $(ARCH_DIR)/*.c $(ARCH_DIR)/*.S) arch/generic/clear.c
 ZERO_SRCS := $(wildcard zeroing/*.c)
 BENCH_SRCS := $(wildcard bench/*.c)
 CORE_SRCS := $(LIB_SRCS) $(ARCH_SRCS) $(ZERO_SRCS) $(BENCH_SRCS)
-MAIN_SRCS := $(wildcard vmm/*.c)
+MAIN_SRCS := $(wildcard vmm/*.c) vmm/guest_image.S
 TEST_SRCS := $(wildcard tests/test_*.c) tests/helpers.c
 STRESS := $(O)/tests/stress-pool
 STRESS_SEEDS ?= 200
@@ -102,6 +102,33 @@ $(O)/%.o: %.S
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(O)/tests/%.o: override CFLAGS += $(CRIT_CFLAGS)
+
+# The guest: freestanding, its own flags (never sanitized), linked at
+# 1 MiB by guest/touch.ld, then built into zvmm with .incbin.
+GUEST_CFLAGS := -O2 -g -std=gnu11 -ffreestanding -fno-pic -fno-pie \
+	-fno-stack-protector -mno-red-zone -mgeneral-regs-only \
+	-fno-asynchronous-unwind-tables -m64 $(WARNINGS) -MMD -MP
+GUEST_ELF := $(O)/guest/touch.elf
+GUEST_OBJS := $(O)/guest/entry.o $(O)/guest/touch.o
+
+$(O)/guest/%.o: guest/%.c
+	@mkdir -p $(dir $@)
+	$(quiet) GUESTCC $@
+	$(Q)$(CC) $(GUEST_CFLAGS) -c -o $@ $<
+
+$(O)/guest/%.o: guest/%.S
+	@mkdir -p $(dir $@)
+	$(quiet) GUESTAS $@
+	$(Q)$(CC) $(GUEST_CFLAGS) -c -o $@ $<
+
+$(GUEST_ELF): $(GUEST_OBJS) guest/touch.ld
+	$(quiet) GUESTLD $@
+	$(Q)$(LD) -m elf_x86_64 -nostdlib -static -T guest/touch.ld -o $@ $(GUEST_OBJS)
+
+$(O)/vmm/guest_image.o: vmm/guest_image.S $(GUEST_ELF)
+	@mkdir -p $(dir $@)
+	$(quiet) AS $@
+	$(Q)$(CC) -c -DGUEST_IMAGE='"$(GUEST_ELF)"' -o $@ $<
 
 $(O)/tests/zvmm-tests: $(TEST_OBJS) $(CORE_OBJS)
 	$(quiet) LD $@

@@ -33,5 +33,6 @@ int cmd_bench(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_prezero(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
+int cmd_run(int argc, char **argv);
 
 #endif

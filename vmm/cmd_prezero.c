@@ -17,6 +17,7 @@
 #include "../lib/size.h"
 #include "../zeroing/engine.h"
 #include "cli.h"
+#include "sigwatch.h"
 
 #define MAX_SETS 32
 
@@ -42,36 +43,10 @@ static void prezero_usage(FILE *f)
 		"  --quiet             no progress line\n");
 }
 
-struct sig_watch {
-	struct zero_engine *engine;
-	int sig; /* the signal that cancelled, 0 if none */
-	int stop;
-	pthread_t thread;
-};
-
-/*
- * SIGINT/SIGTERM are blocked in every thread and taken here with
- * sigtimedwait, so cancelling (which takes the pools' locks) never runs
- * in a signal handler.
- */
-static void *watch(void *arg)
+static void on_signal(void *arg, int sig)
 {
-	struct sig_watch *w = arg;
-	struct timespec ts = { 0, 100 * 1000 * 1000 };
-	sigset_t set;
-	int sig;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
-		sig = sigtimedwait(&set, NULL, &ts);
-		if (sig > 0) {
-			__atomic_store_n(&w->sig, sig, __ATOMIC_RELEASE);
-			zero_engine_cancel(w->engine);
-		}
-	}
-	return NULL;
+	(void)sig;
+	zero_engine_cancel(arg);
 }
 
 static int parse_page(const char *arg, uint64_t *page)
@@ -115,7 +90,7 @@ static void write_json(FILE *f, const struct zero_engine *e,
 		"  \"prezero\": { \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.3f, \"scrub_bytes\": %llu, \"populate_bytes\": %llu },\n"
 		"  \"pages\": { \"zero\": %llu, \"dirty\": %llu } }\n",
 		(unsigned long long)m->bytes, (unsigned long long)m->page_bytes,
-		e->backend->name, e->plan.nr_workers,
+		zero_engine_backend_name(e), e->plan.nr_workers,
 		(unsigned long long)e->chunk,
 		(unsigned long long)(r->scrub_bytes + r->populate_bytes),
 		r->seconds, r->gbps, (unsigned long long)r->scrub_bytes,
@@ -140,14 +115,14 @@ int cmd_prezero(int argc, char **argv)
 	struct zero_mem_opts mo = { .page_bytes = SZ_2M };
 	const char *policy = NULL, *json = NULL;
 	struct zero_engine_cfg ec = { 0 };
-	struct sig_watch w = { 0 };
+	struct vmm_sigwatch w = { .on_signal = on_signal };
+	int sig;
 	struct zero_prezero_report r;
 	struct zero_engine *e = NULL;
 	struct zero_mem *m = NULL;
 	char *sets[MAX_SETS], err[512], a[32], b[32];
 	unsigned int nr_sets = 0;
 	struct zero_policy pol;
-	sigset_t block, old;
 	FILE *out = stdout, *jf = NULL;
 	int c, ret, status;
 
@@ -216,10 +191,7 @@ int cmd_prezero(int argc, char **argv)
 	}
 
 	/* Blocked before any thread exists, so every thread inherits it. */
-	sigemptyset(&block);
-	sigaddset(&block, SIGINT);
-	sigaddset(&block, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
+	vmm_sigwatch_block(&w);
 
 	ret = zero_mem_create(&mo, &m, err, sizeof(err));
 	if (ret) {
@@ -233,8 +205,8 @@ int cmd_prezero(int argc, char **argv)
 		pr_err("%s", err);
 		goto out;
 	}
-	w.engine = e;
-	ret = -pthread_create(&w.thread, NULL, watch, &w);
+	w.arg = e;
+	ret = vmm_sigwatch_start(&w);
 	if (ret) {
 		pr_err("cannot start the signal thread: %s", strerror(-ret));
 		goto out;
@@ -244,16 +216,15 @@ int cmd_prezero(int argc, char **argv)
 		size_format(m->bytes, a, sizeof(a)),
 		size_label(m->page_bytes, b, sizeof(b)),
 		m->pool ? "pool " : "anonymous memfd", m->pool ? m->path : "",
-		e->backend->name, e->plan.nr_workers,
+		zero_engine_backend_name(e), e->plan.nr_workers,
 		e->plan.nr_workers == 1 ? "" : "s",
 		size_format(e->chunk, err, sizeof(err)));
 	fflush(out);
 	ret = zero_engine_prezero(e, &r);
-	__atomic_store_n(&w.stop, 1, __ATOMIC_RELEASE);
-	pthread_join(w.thread, NULL);
-	if (w.sig) {
+	sig = vmm_sigwatch_end(&w);
+	if (sig) {
 		pr_err("interrupted by %s: %llu of %llu pages are zero, the rest stay dirty",
-		       strsignal(w.sig),
+		       strsignal(sig),
 		       (unsigned long long)zero_pages_count(m->pages, ZP_ZERO),
 		       (unsigned long long)m->nr_pages);
 		ret = -ECANCELED;
@@ -275,9 +246,9 @@ out:
 	status = cli_exit_status(ret);
 	if (ret == -ENOMEM || ret == -ENOSPC)
 		status = EXIT_RESOURCE;
+	vmm_sigwatch_end(&w);
 	zero_engine_destroy(e);
 	zero_mem_destroy(m);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (jf && jf != stdout) {
 		fclose(jf);
 		if (status)

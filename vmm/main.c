@@ -12,6 +12,7 @@
 #include "../lib/log.h"
 #include "../lib/size.h"
 #include "../zeroing/backend.h"
+#include "../zeroing/calibrate.h"
 #include "cli.h"
 
 #ifndef ZVMM_VERSION
@@ -26,6 +27,7 @@ static void usage(FILE *f)
 		"Zeroes hugepage-backed guest memory fast, safely and with bounded latency.\n"
 		"\n"
 		"verbs:\n"
+		"  run         boot a guest on zeroed hugepage memory and report the launch\n"
 		"  bench       measure every clearing backend against the kernel's hugetlb zeroing\n"
 		"  calibrate   find the fastest backend at the engine's chunk sizes; write a profile\n"
 		"  backends    list the clearing backends and whether this CPU can run them\n"
@@ -62,9 +64,13 @@ static int cmd_backends(int argc, char **argv)
 	return 0;
 }
 
+double zvmm_start_time;
+
 int main(int argc, char **argv)
 {
 	const char *verb = argc > 1 ? argv[1] : NULL;
+
+	zvmm_start_time = zero_now();
 
 	if (!verb) {
 		usage(stderr);
@@ -90,10 +96,8 @@ int main(int argc, char **argv)
 		return cmd_prezero(argc - 1, argv + 1);
 	if (!strcmp(verb, "policy"))
 		return cmd_policy(argc - 1, argv + 1);
-	if (!strcmp(verb, "run")) {
-		pr_err("`zvmm run` is not part of this build yet; `zvmm bench` measures the zeroing backends");
-		return EXIT_USAGE;
-	}
+	if (!strcmp(verb, "run"))
+		return cmd_run(argc - 1, argv + 1);
 	pr_err("unknown verb '%s'; see zvmm --help", verb);
 	return EXIT_USAGE;
 }

@@ -22,6 +22,7 @@ struct zero_engine {
 	struct zero_policy pol;
 	const struct zero_backend *backend;
 	double backend_gbps; /* calibrated rate at the chunk size, 0 unknown */
+	bool backend_unused; /* auto, and nothing to scrub: not measured */
 	uint64_t chunk;
 	struct zero_plan plan;
 	unsigned int nr_pools;
@@ -55,6 +56,9 @@ int zero_engine_create(const struct zero_engine_cfg *cfg,
 	__attribute__((warn_unused_result));
 
 void zero_engine_destroy(struct zero_engine *e);
+
+/* The backend's name for reports: "none" when no page needs it. */
+const char *zero_engine_backend_name(const struct zero_engine *e);
 
 /*
  * prezero (DESIGN.md 4): every page not ZERO or MAPPED becomes ZERO, the

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The touch guest: each vCPU touches its share of RAM at a stride (one
+ * write of `pattern` per stride), first checking `verify` sampled cache
+ * lines of the stride for zero, and vCPU 0 reports one line on COM1:
+ *
+ *   ZVMM-REPORT {"vcpus":N,"stride":S,"reserved_bytes":R,
+ *                "touched_bytes":T,"verified_bytes":V,"nonzero_bytes":Z,
+ *                "tsc_cycles":C}
+ *
+ * then writes its exit code to port 0xf4 (0, or GUEST_EXIT_STALE when it
+ * saw a non-zero byte). Command line: stride=4K|2M|1G (default 2M),
+ * verify=N (default 1), pattern=BYTE (default 0x5a), vcpus=N (added by
+ * zvmm; 1 when absent, as under QEMU), fault=triple (a test: triple-fault
+ * on purpose). Work is kept small: every instruction may be emulated.
+ */
+#include <stdint.h>
+
+#include "pvh.h"
+
+#define COM1 0x3f8
+#define EXIT_PORT 0xf4
+#define GUEST_EXIT_STALE 10
+#define MAX_CPUS 64
+#define SZ_2M (2ull << 20)
+#define SZ_1G (1ull << 30)
+
+extern uint64_t guest_pml4[], guest_pdpt[], guest_pd[];
+extern char guest_end[];
+
+volatile uint32_t guest_ap_go;
+static volatile uint32_t cpus_done;
+
+struct result {
+	uint64_t touched, verified, nonzero;
+} __attribute__((aligned(64)));
+
+static struct result results[MAX_CPUS];
+static uint64_t stride = SZ_2M, verify = 1, nr_cpus = 1;
+static uint8_t pattern = 0x5a;
+static uint64_t lo, hi; /* the range the vCPUs share */
+static const struct hvm_start_info *info;
+
+static inline void outb(uint16_t port, uint8_t v)
+{
+	__asm__ volatile("outb %0, %1" : : "a"(v), "Nd"(port));
+}
+
+static inline void outl(uint16_t port, uint32_t v)
+{
+	__asm__ volatile("outl %0, %1" : : "a"(v), "Nd"(port));
+}
+
+static inline uint64_t rdtsc(void)
+{
+	uint32_t a, d;
+
+	__asm__ volatile("rdtsc" : "=a"(a), "=d"(d));
+	return (uint64_t)d << 32 | a;
+}
+
+static void puts_com1(const char *s)
+{
+	while (*s)
+		outb(COM1, (uint8_t)*s++);
+}
+
+static void put_u64(uint64_t v)
+{
+	char buf[21];
+	int i = 20;
+
+	buf[i] = '\0';
+	do {
+		buf[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	puts_com1(buf + i);
+}
+
+static void put_field(const char *name, uint64_t v, int last)
+{
+	puts_com1("\"");
+	puts_com1(name);
+	puts_com1("\":");
+	put_u64(v);
+	if (!last)
+		puts_com1(",");
+}
+
+/* "name=" at the start of a word of the command line: its value. */
+static const char *arg(const char *cmd, const char *name)
+{
+	for (const char *p = cmd; p && *p; p++) {
+		const char *a = p, *b = name;
+
+		if (p != cmd && p[-1] != ' ')
+			continue;
+		while (*b && *a == *b)
+			a++, b++;
+		if (!*b)
+			return a;
+	}
+	return 0;
+}
+
+/* A number with an optional K, M or G suffix; 0x for hex. */
+static uint64_t number(const char *s, uint64_t dflt)
+{
+	uint64_t v = 0, base = 10;
+	int digits = 0;
+
+	if (!s)
+		return dflt;
+	if (s[0] == '0' && s[1] == 'x') {
+		base = 16;
+		s += 2;
+	}
+	for (;; s++, digits++) {
+		unsigned int d;
+
+		if (*s >= '0' && *s <= '9')
+			d = (unsigned int)(*s - '0');
+		else if (base == 16 && *s >= 'a' && *s <= 'f')
+			d = (unsigned int)(*s - 'a' + 10);
+		else
+			break;
+		v = v * base + d;
+	}
+	if (!digits)
+		return dflt;
+	if (*s == 'K')
+		v <<= 10;
+	else if (*s == 'M')
+		v <<= 20;
+	else if (*s == 'G')
+		v <<= 30;
+	return v;
+}
+
+/* Identity-maps [1 GiB, top) with 2 MiB pages; entry.S did the first. */
+static void map_ram(uint64_t top)
+{
+	uint64_t gib = (top + SZ_1G - 1) / SZ_1G;
+
+	if (gib > 64)
+		gib = 64;
+	for (uint64_t g = 1; g < gib; g++) {
+		uint64_t *pd = guest_pd + g * 512;
+
+		for (uint64_t i = 0; i < 512; i++)
+			pd[i] = (g * SZ_1G + i * SZ_2M) | 0x83;
+		guest_pdpt[g] = (uint64_t)(uintptr_t)pd | 3;
+	}
+	__asm__ volatile("mov %%cr3, %%rax; mov %%rax, %%cr3" ::: "rax",
+			 "memory");
+}
+
+/*
+ * One vCPU's share: for each stride-aligned block in [from, to) that is
+ * RAM, check `verify` lines spread over the block, then write the
+ * pattern at its start.
+ */
+static void touch(uint64_t from, uint64_t to, struct result *r)
+{
+	const struct hvm_memmap_table_entry *mm =
+		(const void *)(uintptr_t)info->memmap_paddr;
+
+	for (uint32_t e = 0; e < info->memmap_entries; e++) {
+		uint64_t a, b;
+
+		if (mm[e].type != HVM_MEMMAP_TYPE_RAM)
+			continue;
+		a = mm[e].addr > from ? mm[e].addr : from;
+		b = mm[e].addr + mm[e].size < to ? mm[e].addr + mm[e].size : to;
+		a = (a + stride - 1) & ~(stride - 1);
+		for (; a + stride <= b; a += stride) {
+			for (uint64_t k = 0; k < verify; k++) {
+				const volatile uint64_t *l =
+					(const volatile uint64_t *)(uintptr_t)(
+						a + (stride / verify * k & ~63ull));
+
+				for (int w = 0; w < 8; w++) {
+					uint64_t x = l[w];
+
+					for (; x; x >>= 8)
+						r->nonzero += (x & 0xff) != 0;
+				}
+			}
+			r->verified += verify * 64;
+			*(volatile uint8_t *)(uintptr_t)a = pattern;
+			r->touched += stride;
+		}
+	}
+}
+
+static void triple_fault(void)
+{
+	struct {
+		uint16_t limit;
+		uint64_t base;
+	} __attribute__((packed)) idt = { 0, 0 };
+
+	__asm__ volatile("lidt %0; int3" : : "m"(idt));
+}
+
+void guest_main(const struct hvm_start_info *si, uint32_t cpu);
+
+void guest_main(const struct hvm_start_info *si, uint32_t cpu)
+{
+	uint64_t t0, share, top = 0, sum[3] = { 0, 0, 0 };
+	struct result *me = &results[cpu];
+
+	if (cpu == 0) {
+		const struct hvm_memmap_table_entry *mm;
+		const char *cmd;
+
+		info = si;
+		if (si->magic != HVM_START_MAGIC)
+			outl(EXIT_PORT, 11);
+		cmd = (const char *)(uintptr_t)si->cmdline_paddr;
+		if (arg(cmd, "fault=triple"))
+			triple_fault();
+		stride = number(arg(cmd, "stride="), SZ_2M);
+		if (stride < 4096 || (stride & (stride - 1)))
+			stride = SZ_2M;
+		verify = number(arg(cmd, "verify="), 1);
+		if (verify > stride / 64)
+			verify = stride / 64;
+		pattern = (uint8_t)number(arg(cmd, "pattern="), 0x5a);
+		nr_cpus = number(arg(cmd, "vcpus="), 1);
+		if (!nr_cpus || nr_cpus > MAX_CPUS)
+			nr_cpus = 1;
+		mm = (const void *)(uintptr_t)si->memmap_paddr;
+		for (uint32_t e = 0; e < si->memmap_entries; e++)
+			if (mm[e].type == HVM_MEMMAP_TYPE_RAM &&
+			    mm[e].addr + mm[e].size > top)
+				top = mm[e].addr + mm[e].size;
+		map_ram(top);
+		/* Below the image's end: boot structures and this image. */
+		lo = ((uint64_t)(uintptr_t)guest_end + stride - 1) &
+		     ~(stride - 1);
+		hi = top;
+		puts_com1("ZVMM-TOUCH-START\n");
+		t0 = rdtsc();
+		__atomic_store_n(&guest_ap_go, 1, __ATOMIC_RELEASE);
+	} else if (cpu >= nr_cpus) {
+		return;
+	}
+	/* Contiguous shares in stride units; the last takes the rest. */
+	share = ((hi - lo) / stride / nr_cpus) * stride;
+	touch(lo + cpu * share, cpu + 1 == nr_cpus ? hi : lo + (cpu + 1) * share,
+	      me);
+	__atomic_fetch_add(&cpus_done, 1, __ATOMIC_ACQ_REL);
+	if (cpu != 0)
+		return;
+	while (__atomic_load_n(&cpus_done, __ATOMIC_ACQUIRE) < nr_cpus)
+		__asm__ volatile("pause");
+	t0 = rdtsc() - t0;
+	for (uint64_t c = 0; c < nr_cpus; c++) {
+		sum[0] += results[c].touched;
+		sum[1] += results[c].verified;
+		sum[2] += results[c].nonzero;
+	}
+	puts_com1("ZVMM-REPORT {");
+	put_field("vcpus", nr_cpus, 0);
+	put_field("stride", stride, 0);
+	put_field("reserved_bytes", lo, 0);
+	put_field("touched_bytes", sum[0], 0);
+	put_field("verified_bytes", sum[1], 0);
+	put_field("nonzero_bytes", sum[2], 0);
+	put_field("tsc_cycles", t0, 1);
+	puts_com1("}\n");
+	outl(EXIT_PORT, sum[2] ? GUEST_EXIT_STALE : 0);
+}

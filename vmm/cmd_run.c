@@ -1,0 +1,550 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `zvmm run`: pre-flight checks, guest memory, zeroing, KVM, the PVH
+ * guest, its report and ours (DESIGN.md 8).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../lib/log.h"
+#include "../lib/size.h"
+#include "../zeroing/calibrate.h"
+#include "../zeroing/engine.h"
+#include "cli.h"
+#include "devices.h"
+#include "kvm.h"
+#include "pvh.h"
+#include "sigwatch.h"
+
+#define MAX_SETS 32
+#define EXIT_CRASH 4
+
+/* The touch guest, built into this binary (vmm/guest_image.S). */
+extern const unsigned char zvmm_guest_image[];
+extern const unsigned char zvmm_guest_image_end[];
+
+/* Process start, near enough: set first thing in main(). */
+extern double zvmm_start_time;
+
+struct run_opts {
+	struct zero_mem_opts mem;
+	unsigned int vcpus;
+	const char *policy, *guest, *cmdline, *json, *serial, *kvm;
+	char *sets[MAX_SETS];
+	unsigned int nr_sets;
+	bool quiet, verbose;
+};
+
+static void run_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: zvmm run --mem SIZE [--hugepages 2M|1G] [--policy FILE]\n"
+		"                [--set KEY=VALUE]... [--vcpus N] [--guest ELF]\n"
+		"                [--cmdline STR] [--pool PATH] [--json FILE|-]\n"
+		"                [--serial FILE] [--quiet] [--verbose] [--kvm PATH]\n"
+		"\n"
+		"Boots a PVH guest (by default the built-in touch guest) on hugepage\n"
+		"memory zeroed by the policy, and reports the launch and the guest's\n"
+		"own measurement. Only the prezero policy runs in this version:\n"
+		"without --policy it is used; demand and hybrid are refused.\n"
+		"\n"
+		"  --mem SIZE          guest RAM, whole pages (e.g. 4G)\n"
+		"  --hugepages 2M|1G   page size (default 2M)\n"
+		"  --policy FILE       zeroing policy (configs/prezero.conf)\n"
+		"  --set S.K=V         override one policy key\n"
+		"  --vcpus N           vCPUs, 1 to %d (default 1)\n"
+		"  --guest ELF         a PVH ELF instead of the built-in touch guest\n"
+		"  --cmdline STR       guest command line (touch guest: stride=4K|2M|1G\n"
+		"                      verify=N pattern=BYTE); zvmm adds vcpus=N\n"
+		"  --pool PATH         guest RAM in a pool file on a hugetlbfs mount\n"
+		"  --json FILE|-       write the JSON report; with '-' guest output and\n"
+		"                      the summary go to stderr\n"
+		"  --serial FILE       guest serial output to FILE\n"
+		"  --quiet             no progress, no summary\n"
+		"  --verbose           vCPU registers when the guest crashes\n"
+		"  --kvm PATH          KVM device (default /dev/kvm)\n"
+		"\n"
+		"Exit status: the guest's exit code, 2 usage, 3 missing resources,\n"
+		"4 guest crash, 130 interrupted, 1 other errors.\n",
+		VMM_MAX_VCPUS);
+}
+
+static int parse_opts(int argc, char **argv, struct run_opts *o)
+{
+	static const struct option opts[] = {
+		{ "mem", required_argument, NULL, 'm' },
+		{ "hugepages", required_argument, NULL, 'H' },
+		{ "policy", required_argument, NULL, 'p' },
+		{ "set", required_argument, NULL, 's' },
+		{ "vcpus", required_argument, NULL, 'c' },
+		{ "guest", required_argument, NULL, 'g' },
+		{ "cmdline", required_argument, NULL, 'C' },
+		{ "pool", required_argument, NULL, 'P' },
+		{ "json", required_argument, NULL, 'j' },
+		{ "serial", required_argument, NULL, 'S' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "kvm", required_argument, NULL, 'k' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	char *end;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm':
+			if (cli_parse_size("--mem", optarg, &o->mem.bytes))
+				return -EINVAL;
+			break;
+		case 'H':
+			if (cli_parse_size("--hugepages", optarg,
+					   &o->mem.page_bytes))
+				return -EINVAL;
+			if (o->mem.page_bytes != SZ_2M &&
+			    o->mem.page_bytes != SZ_1G) {
+				pr_err("--hugepages %s: use 2M or 1G", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'p':
+			o->policy = optarg;
+			break;
+		case 's':
+			if (o->nr_sets == MAX_SETS) {
+				pr_err("more than %d --set options", MAX_SETS);
+				return -EINVAL;
+			}
+			o->sets[o->nr_sets++] = optarg;
+			break;
+		case 'c':
+			errno = 0;
+			o->vcpus = (unsigned int)strtoul(optarg, &end, 10);
+			if (errno || *end || optarg[0] < '1' ||
+			    optarg[0] > '9' || o->vcpus > VMM_MAX_VCPUS) {
+				pr_err("--vcpus '%s': give a number from 1 to %d",
+				       optarg, VMM_MAX_VCPUS);
+				return -EINVAL;
+			}
+			break;
+		case 'g':
+			o->guest = optarg;
+			break;
+		case 'C':
+			o->cmdline = optarg;
+			break;
+		case 'P':
+			o->mem.pool_path = optarg;
+			break;
+		case 'j':
+			o->json = optarg;
+			break;
+		case 'S':
+			o->serial = optarg;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		case 'k':
+			o->kvm = optarg;
+			break;
+		case 'h':
+			run_usage(stdout);
+			return 1;
+		default:
+			run_usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		pr_err("run: unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	if (!o->mem.bytes) {
+		pr_err("run needs --mem SIZE, e.g. --mem 2G");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Reads the whole guest file. */
+static int read_guest(const char *path, unsigned char **buf, size_t *size)
+{
+	struct stat st;
+	ssize_t n;
+	size_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_size > (1 << 30)) {
+		close(fd);
+		return -EINVAL;
+	}
+	*buf = malloc((size_t)st.st_size + 1);
+	if (!*buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (got < (size_t)st.st_size &&
+	       (n = read(fd, *buf + got, (size_t)st.st_size - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	*size = got;
+	return 0;
+}
+
+/* Checks that the KVM device can be opened before memory is taken. */
+static int probe_kvm(const char *dev)
+{
+	int fd = open(dev, O_RDWR | O_CLOEXEC);
+
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (errno == ENOENT)
+		pr_err("%s does not exist: the kernel needs KVM (CONFIG_KVM, kvm_intel or kvm_amd loaded), or run where virtualization is available",
+		       dev);
+	else
+		pr_err("cannot open %s: %s (run as root or join the kvm group)",
+		       dev, strerror(errno));
+	return -ENODEV;
+}
+
+/* prezero leaves every page ZERO; the guest mapping then takes them. */
+static int map_guest(struct zero_mem *m)
+{
+	for (uint64_t i = 0; i < m->nr_pages; i++) {
+		if (madvise(zero_mem_guest_page(m, i), m->page_bytes,
+			    MADV_POPULATE_WRITE))
+			return -errno;
+		if (zero_page_move(m->pages, i, ZP_ZERO, ZP_MAPPED))
+			return -EIO;
+	}
+	return 0;
+}
+
+static void on_signal(void *arg, int sig)
+{
+	struct vmm_vm **vmp = arg;
+
+	(void)sig;
+	if (__atomic_load_n(vmp, __ATOMIC_ACQUIRE))
+		vmm_vm_request_stop(*vmp, VMM_STOP_CANCELLED, 0,
+				    "interrupted");
+}
+
+struct run_state {
+	struct run_opts o;
+	struct zero_policy pol;
+	unsigned char *image;
+	size_t image_size;
+	char cmdline[VMM_CMDLINE_MAX + 1];
+	struct zero_mem *mem;
+	struct zero_engine *engine;
+	struct vmm_vm *vm;
+	struct vmm_devices dev;
+	bool dev_init;
+	struct zero_prezero_report pz;
+	double t_ready, t_end;
+	FILE *out, *serial, *json;
+};
+
+static void write_json(struct run_state *s, FILE *f, int exit_code)
+{
+	const char *rep = s->dev.have_report ? s->dev.report : "";
+	static const char *const keys[] = { "touched_bytes", "verified_bytes",
+					    "nonzero_bytes", "stride",
+					    "reserved_bytes", "tsc_cycles" };
+	uint64_t v;
+
+	fprintf(f,
+		"{ \"version\": 1, \"mem_bytes\": %llu, \"page_bytes\": %llu, \"vcpus\": %u,\n"
+		"  \"policy\": { \"mode\": \"%s\", \"backend\": \"%s\", \"workers\": %u, \"chunk_bytes\": %llu },\n"
+		"  \"launch\": { \"ready_ms\": %.3f },\n"
+		"  \"prezero\": { \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.3f, \"scrub_bytes\": %llu, \"populate_bytes\": %llu },\n"
+		"  \"demand\": { \"faults\": 0, \"bytes\": 0, \"latency_us\": { \"p50\": 0, \"p99\": 0, \"max\": 0 } },\n"
+		"  \"background\": { \"bytes\": 0, \"seconds\": 0 },\n"
+		"  \"guest\": { \"exit_code\": %d, \"report\": %s",
+		(unsigned long long)s->mem->bytes,
+		(unsigned long long)s->mem->page_bytes, s->vm->nr_vcpus,
+		zero_mode_name(s->pol.mode), zero_engine_backend_name(s->engine),
+		s->engine->plan.nr_workers, (unsigned long long)s->engine->chunk,
+		(s->t_ready - zvmm_start_time) * 1e3,
+		(unsigned long long)(s->pz.scrub_bytes + s->pz.populate_bytes),
+		s->pz.seconds, s->pz.gbps, (unsigned long long)s->pz.scrub_bytes,
+		(unsigned long long)s->pz.populate_bytes, exit_code,
+		s->dev.have_report ? "true" : "false");
+	for (unsigned int i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!vmm_report_u64(rep, keys[i], &v))
+			fprintf(f, ", \"%s\": %llu", keys[i],
+				(unsigned long long)v);
+	if (s->dev.have_report && s->dev.touch_start)
+		fprintf(f, ", \"touch_ms\": %.3f",
+			(s->dev.report_time - s->dev.touch_start) * 1e3);
+	fprintf(f,
+		" },\n  \"io\": { \"other_pio\": %llu, \"mmio\": %llu },\n"
+		"  \"total_ms\": %.3f }\n",
+		(unsigned long long)s->dev.other_pio,
+		(unsigned long long)s->vm->mmio_exits,
+		(s->t_end - zvmm_start_time) * 1e3);
+	fflush(f);
+}
+
+static void summary(struct run_state *s, int exit_code)
+{
+	uint64_t touched = 0, nonzero = 0, verified = 0;
+	char a[32], b[32];
+
+	if (s->o.quiet)
+		return;
+	if (s->dev.have_report) {
+		(void)!vmm_report_u64(s->dev.report, "touched_bytes", &touched);
+		(void)!vmm_report_u64(s->dev.report, "verified_bytes", &verified);
+		(void)!vmm_report_u64(s->dev.report, "nonzero_bytes", &nonzero);
+	}
+	fprintf(s->out,
+		"zvmm: %s on %s pages, %u vCPU%s, policy %s (backend %s, %u workers): ready in %.1f ms (prezero %.1f ms, %.1f GB/s)\n",
+		size_format(s->mem->bytes, a, sizeof(a)),
+		size_label(s->mem->page_bytes, b, sizeof(b)), s->vm->nr_vcpus,
+		s->vm->nr_vcpus == 1 ? "" : "s", zero_mode_name(s->pol.mode),
+		zero_engine_backend_name(s->engine), s->engine->plan.nr_workers,
+		(s->t_ready - zvmm_start_time) * 1e3, s->pz.seconds * 1e3,
+		s->pz.gbps);
+	if (s->dev.have_report)
+		fprintf(s->out,
+			"zvmm: guest touched %s, verified %llu bytes, %llu non-zero; touch took %.1f ms; exit code %d\n",
+			size_human(touched, a, sizeof(a)),
+			(unsigned long long)verified,
+			(unsigned long long)nonzero,
+			(s->dev.report_time - s->dev.touch_start) * 1e3,
+			exit_code);
+	else
+		fprintf(s->out, "zvmm: guest exit code %d (no ZVMM-REPORT line)\n",
+			exit_code);
+}
+
+/* Everything before the VM exists; usage errors come out first. */
+static int prepare(struct run_state *s)
+{
+	struct run_opts *o = &s->o;
+	struct vmm_elf_info info;
+	char err[512];
+	int ret;
+
+	if (cli_load_policy(o->policy, o->sets, o->nr_sets, &s->pol))
+		return -EINVAL;
+	if (!o->policy && !o->nr_sets)
+		s->pol.mode = ZERO_MODE_PREZERO;
+	if (s->pol.mode != ZERO_MODE_PREZERO) {
+		pr_err("zeroing.mode = %s is not implemented in zvmm run yet: use --policy configs/prezero.conf or --set zeroing.mode=prezero",
+		       zero_mode_name(s->pol.mode));
+		return -EINVAL;
+	}
+	if (o->guest) {
+		ret = read_guest(o->guest, &s->image, &s->image_size);
+		if (ret) {
+			pr_err("cannot read --guest %s: %s", o->guest,
+			       ret == -EINVAL ? "not a regular file under 1 GiB" :
+						strerror(-ret));
+			return -EINVAL;
+		}
+	} else {
+		s->image_size = (size_t)(zvmm_guest_image_end - zvmm_guest_image);
+		s->image = malloc(s->image_size);
+		if (!s->image)
+			return -ENOMEM;
+		memcpy(s->image, zvmm_guest_image, s->image_size);
+	}
+	ret = vmm_pvh_check(s->image, s->image_size, o->mem.bytes, &info, err,
+			    sizeof(err));
+	if (ret) {
+		pr_err("%s: %s", o->guest ? o->guest : "built-in guest", err);
+		return -EINVAL;
+	}
+	snprintf(s->cmdline, sizeof(s->cmdline), "%s%s", o->cmdline ? o->cmdline : "",
+		 o->cmdline && *o->cmdline ? " " : "");
+	if (!o->cmdline || !strstr(o->cmdline, "vcpus="))
+		snprintf(s->cmdline + strlen(s->cmdline),
+			 sizeof(s->cmdline) - strlen(s->cmdline), "vcpus=%u",
+			 o->vcpus);
+	ret = zero_mem_preflight(&o->mem, err, sizeof(err));
+	if (ret) {
+		pr_err("%s", err);
+		return ret;
+	}
+	return probe_kvm(o->kvm);
+}
+
+int cmd_run(int argc, char **argv)
+{
+	struct vmm_sigwatch w = { .on_signal = on_signal };
+	struct zero_engine_cfg ec = { 0 };
+	struct run_state *s;
+	enum vmm_stop why;
+	char err[512];
+	int ret, status = 0, code = 0;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return EXIT_OTHER;
+	s->o.mem.page_bytes = SZ_2M;
+	s->o.vcpus = 1;
+	s->o.kvm = "/dev/kvm";
+	s->out = stdout;
+	s->serial = stdout;
+	ret = parse_opts(argc, argv, &s->o);
+	if (ret) {
+		free(s);
+		return ret > 0 ? 0 : EXIT_USAGE;
+	}
+	if (s->o.json && !strcmp(s->o.json, "-")) {
+		s->json = stdout;
+		s->out = stderr;
+		s->serial = stderr;
+	}
+	ret = prepare(s);
+	if (ret)
+		goto out;
+	if (s->o.json && !s->json) {
+		s->json = fopen(s->o.json, "we");
+		if (!s->json) {
+			pr_err("cannot write --json %s: %s", s->o.json,
+			       strerror(errno));
+			ret = -EINVAL;
+			goto out;
+		}
+	}
+	if (s->o.serial) {
+		s->serial = fopen(s->o.serial, "we");
+		if (!s->serial) {
+			pr_err("cannot write --serial %s: %s", s->o.serial,
+			       strerror(errno));
+			s->serial = stdout;
+			ret = -EINVAL;
+			goto out;
+		}
+	}
+
+	vmm_sigwatch_block(&w);
+	w.arg = &s->vm;
+	ret = vmm_sigwatch_start(&w);
+	if (ret)
+		goto out_sig;
+	ret = zero_mem_create(&s->o.mem, &s->mem, err, sizeof(err));
+	if (ret) {
+		pr_err("%s", err);
+		goto out_sig;
+	}
+	ec.pol = &s->pol;
+	ec.mem = s->mem;
+	ec.quiet = s->o.quiet;
+	ret = zero_engine_create(&ec, &s->engine, err, sizeof(err));
+	if (ret) {
+		pr_err("%s", err);
+		goto out_sig;
+	}
+	ret = zero_engine_prezero(s->engine, &s->pz);
+	if (!ret)
+		ret = map_guest(s->mem);
+	if (ret || w.sig) {
+		if (w.sig)
+			ret = -ECANCELED;
+		else
+			pr_err("zeroing guest memory failed: %s", strerror(-ret));
+		goto out_sig;
+	}
+	ret = vmm_vm_create(s->o.kvm, s->mem, s->o.vcpus, &s->vm, err,
+			    sizeof(err));
+	if (ret) {
+		pr_err("%s", err);
+		goto out_sig;
+	}
+	s->vm->verbose = s->o.verbose;
+	vmm_devices_init(&s->dev, s->vm, s->serial);
+	s->dev_init = true;
+	ret = vmm_pvh_load(s->vm, s->image, s->image_size, s->cmdline, err,
+			   sizeof(err));
+	if (!ret) {
+		struct vmm_elf_info info;
+
+		(void)!vmm_pvh_check(s->image, s->image_size, s->mem->bytes,
+				     &info, err, sizeof(err));
+		ret = vmm_vcpus_reset_pvh(s->vm, info.entry, VMM_BOOT_START);
+		if (ret)
+			snprintf(err, sizeof(err), "cannot set up the vCPUs: %s",
+				 strerror(-ret));
+	}
+	if (ret) {
+		pr_err("%s", err);
+		goto out_sig;
+	}
+	/* A signal before this point found no VM; check again. */
+	if (w.sig) {
+		ret = -ECANCELED;
+		goto out_sig;
+	}
+	ret = vmm_vm_start(s->vm);
+	why = vmm_vm_wait(s->vm);
+	s->t_end = zero_now();
+	s->t_ready = s->vm->first_entry;
+	switch (why) {
+	case VMM_STOP_EXIT_PORT:
+		code = s->vm->exit_code;
+		status = code;
+		break;
+	case VMM_STOP_CANCELLED:
+		pr_err("interrupted: the guest was stopped");
+		status = EXIT_INTERRUPTED;
+		break;
+	case VMM_STOP_ERROR:
+		pr_err("%s", s->vm->why);
+		status = EXIT_OTHER;
+		break;
+	default:
+		pr_err("%s", s->vm->why);
+		status = EXIT_CRASH;
+		break;
+	}
+	if (s->dev.other_pio > 1)
+		pr_warn("guest accessed ports without a device %llu times",
+			(unsigned long long)s->dev.other_pio);
+	summary(s, code);
+	if (s->json)
+		write_json(s, s->json, code);
+	ret = 0;
+out_sig:
+	if (vmm_sigwatch_end(&w) && ret == -ECANCELED)
+		pr_err("interrupted before the guest started; nothing is left behind");
+out:
+	if (ret)
+		status = ret == -ECANCELED ? EXIT_INTERRUPTED :
+					     cli_exit_status(ret);
+	if (s->dev_init)
+		vmm_devices_fini(&s->dev);
+	vmm_vm_destroy(s->vm);
+	zero_engine_destroy(s->engine);
+	zero_mem_destroy(s->mem);
+	if (s->json && s->json != stdout) {
+		fclose(s->json);
+		if (status && !s->dev.have_report)
+			unlink(s->o.json);
+	}
+	if (s->serial && s->serial != stdout && s->serial != stderr)
+		fclose(s->serial);
+	free(s->image);
+	free(s);
+	return status;
+}
