@@ -155,13 +155,19 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 		return 0;
 	total_kb = mem_total_kb();
 	if (need * (o->page_bytes >> 10) > (uint64_t)total_kb) {
+		char ram[32], p2[128];
+
 		snprintf(err, len,
-			 "%s of guest memory needs %llu hugepages of %s, more than this machine's %s of RAM can hold: choose a smaller --mem",
-			 size_format(o->bytes, a, sizeof(a)),
+			 "needs %llu free %s hugepages, %ld free (reserve them with: echo %ld > %s), but %s is more than this machine's %s of RAM can hold: choose a smaller --mem",
 			 (unsigned long long)need,
 			 size_format(o->page_bytes, b, sizeof(b)),
-			 size_human((uint64_t)total_kb << 10, path,
-				    sizeof(path)));
+			 avail < 0 ? 0 : avail,
+			 read_count(o->page_bytes, "nr_hugepages") + (long)need -
+				 avail,
+			 zero_hugetlb_path(o->page_bytes, "nr_hugepages", p2,
+					   sizeof(p2)),
+			 size_format(o->bytes, a, sizeof(a)),
+			 size_human((uint64_t)total_kb << 10, ram, sizeof(ram)));
 		return -ENOMEM;
 	}
 	snprintf(err, len,
