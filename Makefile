@@ -26,7 +26,7 @@ endif
 
 DEB_PACKAGES := gcc make pkg-config libnuma-dev liburing-dev \
 	libcriterion-dev libinih-dev gcc-aarch64-linux-gnu \
-	libc6-dev-arm64-cross qemu-user gnuplot-nox
+	libc6-dev-arm64-cross qemu-user qemu-system-x86 gnuplot-nox
 
 WARNINGS := -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes \
 	-Wformat=2 -Wshadow -Wno-format-nonliteral

@@ -17,6 +17,7 @@
 #include "../lib/size.h"
 #include "../zeroing/calibrate.h"
 #include "../zeroing/engine.h"
+#include "../zeroing/hugetlb.h"
 #include "cli.h"
 #include "devices.h"
 #include "kvm.h"
@@ -39,7 +40,7 @@ struct run_opts {
 	const char *policy, *guest, *cmdline, *json, *serial, *kvm;
 	char *sets[MAX_SETS];
 	unsigned int nr_sets;
-	bool quiet, verbose;
+	bool quiet, verbose, reserve;
 };
 
 static void run_usage(FILE *f)
@@ -49,6 +50,7 @@ static void run_usage(FILE *f)
 		"                [--set KEY=VALUE]... [--vcpus N] [--guest ELF]\n"
 		"                [--cmdline STR] [--pool PATH] [--json FILE|-]\n"
 		"                [--serial FILE] [--quiet] [--verbose] [--kvm PATH]\n"
+		"                [--reserve]\n"
 		"\n"
 		"Boots a PVH guest (by default the built-in touch guest) on hugepage\n"
 		"memory zeroed by the policy, and reports the launch and the guest's\n"
@@ -70,6 +72,8 @@ static void run_usage(FILE *f)
 		"  --quiet             no progress, no summary\n"
 		"  --verbose           vCPU registers when the guest crashes\n"
 		"  --kvm PATH          KVM device (default /dev/kvm)\n"
+		"  --reserve           as root, raise the hugepage pool to fit and put\n"
+		"                      the old count back at exit\n"
 		"\n"
 		"Exit status: the guest's exit code, 2 usage, 3 missing resources,\n"
 		"4 guest crash, 130 interrupted, 1 other errors.\n",
@@ -92,6 +96,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "kvm", required_argument, NULL, 'k' },
+		{ "reserve", no_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -157,6 +162,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			break;
 		case 'k':
 			o->kvm = optarg;
+			break;
+		case 'r':
+			o->reserve = true;
 			break;
 		case 'h':
 			run_usage(stdout);
@@ -258,6 +266,7 @@ struct run_state {
 	struct vmm_devices dev;
 	bool dev_init;
 	struct zero_prezero_report pz;
+	struct zero_hugetlb_resv resv;
 	double t_ready, t_end;
 	FILE *out, *serial, *json;
 };
@@ -294,6 +303,9 @@ static void write_json(struct run_state *s, FILE *f, int exit_code)
 	if (s->dev.have_report && s->dev.touch_start)
 		fprintf(f, ", \"touch_ms\": %.3f",
 			(s->dev.report_time - s->dev.touch_start) * 1e3);
+	if (s->dev.have_report)
+		fprintf(f, ", \"report_ms\": %.3f",
+			(s->dev.report_time - zvmm_start_time) * 1e3);
 	fprintf(f,
 		" },\n  \"io\": { \"other_pio\": %llu, \"mmio\": %llu },\n"
 		"  \"total_ms\": %.3f }\n",
@@ -380,12 +392,25 @@ static int prepare(struct run_state *s)
 		snprintf(s->cmdline + strlen(s->cmdline),
 			 sizeof(s->cmdline) - strlen(s->cmdline), "vcpus=%u",
 			 o->vcpus);
+	ret = probe_kvm(o->kvm);
+	if (ret)
+		return ret;
+	if (o->reserve && !(o->mem.bytes % o->mem.page_bytes)) {
+		long nr = (long)(o->mem.bytes / o->mem.page_bytes);
+
+		ret = zero_hugetlb_reserve(o->mem.page_bytes, nr, &s->resv);
+		if (ret == -EACCES) {
+			pr_err("--reserve: only root may raise nr_hugepages");
+			return ret;
+		}
+		/* -ENOMEM: the pre-flight check below says what is short. */
+	}
 	ret = zero_mem_preflight(&o->mem, err, sizeof(err));
 	if (ret) {
 		pr_err("%s", err);
 		return ret;
 	}
-	return probe_kvm(o->kvm);
+	return 0;
 }
 
 int cmd_run(int argc, char **argv)
@@ -401,6 +426,7 @@ int cmd_run(int argc, char **argv)
 	if (!s)
 		return EXIT_OTHER;
 	s->o.mem.page_bytes = SZ_2M;
+	s->resv = (struct zero_hugetlb_resv)ZERO_HUGETLB_RESV_INIT;
 	s->o.vcpus = 1;
 	s->o.kvm = "/dev/kvm";
 	s->out = stdout;
@@ -537,6 +563,7 @@ out:
 	vmm_vm_destroy(s->vm);
 	zero_engine_destroy(s->engine);
 	zero_mem_destroy(s->mem);
+	zero_hugetlb_release(&s->resv);
 	if (s->json && s->json != stdout) {
 		fclose(s->json);
 		if (status && !s->dev.have_report)

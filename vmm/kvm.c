@@ -264,7 +264,7 @@ void vmm_vm_request_stop(struct vmm_vm *vm, enum vmm_stop why, int code,
 {
 	pthread_mutex_lock(&vm->lock);
 	if (vm->stop == VMM_RUNNING) {
-		vm->stop = why;
+		__atomic_store_n(&vm->stop, why, __ATOMIC_RELEASE);
 		vm->exit_code = code;
 		if (msg)
 			snprintf(vm->why, sizeof(vm->why), "%s", msg);
@@ -310,11 +310,12 @@ static void *vcpu_thread(void *arg)
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 
 	while (!stopping(vm)) {
-		if (!vm->first_entry && c->index == 0)
+		if (c->index == 0 && !vm->first_entry)
 			vm->first_entry = zero_now();
 		if (ioctl(c->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
-				run->immediate_exit = 0;
+				__atomic_store_n(&run->immediate_exit, 0,
+						 __ATOMIC_RELAXED);
 				continue;
 			}
 			snprintf(msg, sizeof(msg), "KVM_RUN on vCPU %u: %s",
@@ -432,7 +433,7 @@ enum vmm_stop vmm_vm_wait(struct vmm_vm *vm)
 	while (vm->stop == VMM_RUNNING && vm->running)
 		pthread_cond_wait(&vm->stopped, &vm->lock);
 	if (vm->stop == VMM_RUNNING)
-		vm->stop = VMM_STOP_HALTED;
+		__atomic_store_n(&vm->stop, VMM_STOP_HALTED, __ATOMIC_RELEASE);
 	why = vm->stop;
 	pthread_mutex_unlock(&vm->lock);
 	for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
@@ -440,7 +441,7 @@ enum vmm_stop vmm_vm_wait(struct vmm_vm *vm)
 
 		if (!c->started)
 			continue;
-		c->run->immediate_exit = 1;
+		__atomic_store_n(&c->run->immediate_exit, 1, __ATOMIC_RELAXED);
 		pthread_kill(c->thread, VMM_KICK_SIGNAL);
 	}
 	for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
