@@ -125,7 +125,8 @@ static int round_once(unsigned int seed0)
 		zero_mem_destroy(m);
 		return 1;
 	}
-	zero_pool_start(pool, rand_r(&seed) % 2 ? 0 : 256ull << 20);
+	zero_pool_start(pool, rand_r(&seed) % 2 ? 0 : 256ull << 20,
+			rand_r(&seed) % 2);
 	for (int i = 0; i < 2; i++) {
 		d[i] = (struct demander){ .pool = pool, .mem = m,
 					  .seed = seed * 7 + (unsigned)i };
@@ -145,7 +146,7 @@ static int round_once(unsigned int seed0)
 	}
 	bad += check(m, false);
 	/* Whatever happened, a new pass finishes every page. */
-	zero_pool_start(pool, 0);
+	zero_pool_start(pool, 0, false);
 	if (zero_pool_wait(pool, NULL, NULL))
 		bad++;
 	bad += check(m, true);

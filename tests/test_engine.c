@@ -193,7 +193,7 @@ Test(engine, cancel_leaves_no_zero_page_with_poison, .fini = give_back,
 	/* 128 MiB/s and 64 KiB chunks: pages are caught half-cleared. */
 	e = engine_or_fail(m, "memset", 64 << 10, 128 * SZ_1M);
 	for (unsigned int i = 0; i < e->nr_pools; i++)
-		zero_pool_start(e->pool[i], 128 * SZ_1M);
+		zero_pool_start(e->pool[i], 128 * SZ_1M, false);
 	usleep(300 * 1000);
 	t0 = zero_now();
 	zero_engine_cancel(e);
@@ -239,7 +239,7 @@ Test(engine, rate_limit_holds_within_10_percent, .fini = give_back,
 	poison(m);
 	e = engine_or_fail(m, "memset", 256 << 10, rate);
 	t0 = zero_now();
-	zero_pool_start(e->pool[0], rate);
+	zero_pool_start(e->pool[0], rate, false);
 	cr_assert_eq(zero_pool_wait(e->pool[0], NULL, NULL), 0);
 	secs = zero_now() - t0;
 	zero_pool_get_stats(e->pool[0], &s);
@@ -270,7 +270,7 @@ Test(engine, demand_joins_page_in_progress, .fini = give_back,
 	poison(m);
 	/* 256 MiB/s: the first page alone would take 4 s. */
 	e = engine_or_fail(m, "memset", 2 * SZ_1M, 256 * SZ_1M);
-	zero_pool_start(e->pool[0], 256 * SZ_1M);
+	zero_pool_start(e->pool[0], 256 * SZ_1M, false);
 	usleep(500 * 1000);
 	cr_assert_eq(zero_page_get(m->pages, 0), ZP_ZEROING);
 	t0 = zero_now();

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,8 +19,11 @@
 #include "../zeroing/calibrate.h"
 #include "../zeroing/engine.h"
 #include "../zeroing/hugetlb.h"
+#include "../zeroing/record.h"
 #include "cli.h"
 #include "devices.h"
+#include "fault.h"
+#include "loop.h"
 #include "kvm.h"
 #include "pvh.h"
 #include "sigwatch.h"
@@ -231,29 +235,6 @@ static int probe_kvm(const char *dev)
 	return -ENODEV;
 }
 
-/* prezero leaves every page ZERO; the guest mapping then takes them. */
-static int map_guest(struct zero_mem *m)
-{
-	for (uint64_t i = 0; i < m->nr_pages; i++) {
-		if (madvise(zero_mem_guest_page(m, i), m->page_bytes,
-			    MADV_POPULATE_WRITE))
-			return -errno;
-		if (zero_page_move(m->pages, i, ZP_ZERO, ZP_MAPPED))
-			return -EIO;
-	}
-	return 0;
-}
-
-static void on_signal(void *arg, int sig)
-{
-	struct vmm_vm **vmp = arg;
-
-	(void)sig;
-	if (__atomic_load_n(vmp, __ATOMIC_ACQUIRE))
-		vmm_vm_request_stop(*vmp, VMM_STOP_CANCELLED, 0,
-				    "interrupted");
-}
-
 struct run_state {
 	struct run_opts o;
 	struct zero_policy pol;
@@ -267,6 +248,18 @@ struct run_state {
 	bool dev_init;
 	struct zero_prezero_report pz;
 	struct zero_hugetlb_resv resv;
+	struct vmm_faults faults;
+	bool faults_open;
+	int engine_ready;
+	int loop_sig;
+	uint64_t boot_end; /* guest-physical end of boot data and image */
+	uint64_t boot_scrub_bytes;
+	struct zero_pool_stats st0, st1; /* engine totals at start, at exit */
+	bool record_clean;
+	const char *exit_action; /* what on_exit did, NULL for memfd */
+	uint64_t exit_bytes;
+	double exit_seconds;
+	bool record_written;
 	double t_ready, t_end;
 	FILE *out, *serial, *json;
 };
@@ -274,6 +267,12 @@ struct run_state {
 static void write_json(struct run_state *s, FILE *f, int exit_code)
 {
 	const char *rep = s->dev.have_report ? s->dev.report : "";
+	uint64_t demand_bytes = s->st1.demand_bytes - s->st0.demand_bytes;
+	uint64_t work = s->st1.scrub_bytes + s->st1.populate_bytes -
+			s->st0.scrub_bytes - s->st0.populate_bytes;
+	uint64_t bg_bytes = work - demand_bytes;
+	double bg_seconds = s->pol.mode == ZERO_MODE_HYBRID ? s->st1.bg_seconds :
+							       0;
 	static const char *const keys[] = { "touched_bytes", "verified_bytes",
 					    "nonzero_bytes", "stride",
 					    "reserved_bytes", "tsc_cycles" };
@@ -284,8 +283,9 @@ static void write_json(struct run_state *s, FILE *f, int exit_code)
 		"  \"policy\": { \"mode\": \"%s\", \"backend\": \"%s\", \"workers\": %u, \"chunk_bytes\": %llu },\n"
 		"  \"launch\": { \"ready_ms\": %.3f },\n"
 		"  \"prezero\": { \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.3f, \"scrub_bytes\": %llu, \"populate_bytes\": %llu },\n"
-		"  \"demand\": { \"faults\": 0, \"bytes\": 0, \"latency_us\": { \"p50\": 0, \"p99\": 0, \"max\": 0 } },\n"
-		"  \"background\": { \"bytes\": 0, \"seconds\": 0 },\n"
+		"  \"demand\": { \"faults\": %llu, \"pages\": %llu, \"scrubbed_pages\": %llu, \"bytes\": %llu, \"latency_us\": { \"p50\": %.1f, \"p99\": %.1f, \"max\": %.1f } },\n"
+		"  \"background\": { \"bytes\": %llu, \"seconds\": %.6f },\n"
+		"  \"pool\": { \"file\": %s, \"record_clean\": %s, \"on_exit\": \"%s\", \"on_exit_bytes\": %llu, \"on_exit_seconds\": %.6f, \"record_written\": %s },\n"
 		"  \"guest\": { \"exit_code\": %d, \"report\": %s",
 		(unsigned long long)s->mem->bytes,
 		(unsigned long long)s->mem->page_bytes, s->vm->nr_vcpus,
@@ -294,7 +294,20 @@ static void write_json(struct run_state *s, FILE *f, int exit_code)
 		(s->t_ready - zvmm_start_time) * 1e3,
 		(unsigned long long)(s->pz.scrub_bytes + s->pz.populate_bytes),
 		s->pz.seconds, s->pz.gbps, (unsigned long long)s->pz.scrub_bytes,
-		(unsigned long long)s->pz.populate_bytes, exit_code,
+		(unsigned long long)s->pz.populate_bytes,
+		(unsigned long long)s->faults.faults,
+		(unsigned long long)s->faults.pages,
+		(unsigned long long)s->faults.scrubbed_pages,
+		(unsigned long long)demand_bytes,
+		s->faults_open ? vmm_faults_latency(&s->faults, 0.5) : 0.0,
+		s->faults_open ? vmm_faults_latency(&s->faults, 0.99) : 0.0,
+		s->faults_open ? vmm_faults_latency(&s->faults, 1.0) : 0.0,
+		(unsigned long long)bg_bytes, bg_seconds,
+		s->mem->pool ? "true" : "false",
+		s->record_clean ? "true" : "false",
+		s->exit_action ? s->exit_action : "none",
+		(unsigned long long)s->exit_bytes, s->exit_seconds,
+		s->record_written ? "true" : "false", exit_code,
 		s->dev.have_report ? "true" : "false");
 	for (unsigned int i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (!vmm_report_u64(rep, keys[i], &v))
@@ -358,13 +371,6 @@ static int prepare(struct run_state *s)
 
 	if (cli_load_policy(o->policy, o->sets, o->nr_sets, &s->pol))
 		return -EINVAL;
-	if (!o->policy && !o->nr_sets)
-		s->pol.mode = ZERO_MODE_PREZERO;
-	if (s->pol.mode != ZERO_MODE_PREZERO) {
-		pr_err("zeroing.mode = %s is not implemented in zvmm run yet: use --policy configs/prezero.conf or --set zeroing.mode=prezero",
-		       zero_mode_name(s->pol.mode));
-		return -EINVAL;
-	}
 	if (o->guest) {
 		ret = read_guest(o->guest, &s->image, &s->image_size);
 		if (ret) {
@@ -386,6 +392,7 @@ static int prepare(struct run_state *s)
 		pr_err("%s: %s", o->guest ? o->guest : "built-in guest", err);
 		return -EINVAL;
 	}
+	s->boot_end = info.hi > VMM_BOOT_END ? info.hi : VMM_BOOT_END;
 	snprintf(s->cmdline, sizeof(s->cmdline), "%s%s", o->cmdline ? o->cmdline : "",
 		 o->cmdline && *o->cmdline ? " " : "");
 	if (!o->cmdline || !strstr(o->cmdline, "vcpus="))
@@ -413,11 +420,181 @@ static int prepare(struct run_state *s)
 	return 0;
 }
 
+/* Maps page @i into the guest mapping from ZERO, or FRESH (the kernel
+ * zeroes it). No userfaultfd is registered yet, so nothing faults to us. */
+static int map_page_now(struct zero_mem *m, uint64_t i)
+{
+	enum zero_page_state s = zero_page_get(m->pages, i);
+
+	if (s == ZP_MAPPED)
+		return 0;
+	if (s != ZP_ZERO && s != ZP_FRESH)
+		return -EINVAL;
+	if (madvise(zero_mem_guest_page(m, i), m->page_bytes,
+		    MADV_POPULATE_WRITE))
+		return -errno;
+	return zero_page_move(m->pages, i, s, ZP_MAPPED);
+}
+
+/*
+ * prezero: every page ZERO, then mapped. demand and hybrid: pages a clean
+ * record proved ZERO are mapped at once (no fault later); the pages the
+ * loader writes (boot structures, the image) are made zero first and
+ * mapped; everything else is left to faults and background work.
+ */
+static int prepare_memory(struct run_state *s)
+{
+	struct zero_mem *m = s->mem;
+	uint64_t boot_pages = (s->boot_end + m->page_bytes - 1) / m->page_bytes;
+	int ret;
+
+	if (s->pol.mode == ZERO_MODE_PREZERO) {
+		ret = zero_engine_prezero(s->engine, &s->pz);
+		for (uint64_t i = 0; !ret && i < m->nr_pages; i++)
+			ret = map_page_now(m, i);
+		return ret;
+	}
+	for (uint64_t i = 0; i < boot_pages && i < m->nr_pages; i++) {
+		enum zero_page_state st = zero_page_get(m->pages, i);
+
+		if (st == ZP_DIRTY || st == ZP_ZEROING) {
+			ret = zero_engine_demand(s->engine, i);
+			if (ret)
+				return ret;
+			s->boot_scrub_bytes += m->page_bytes;
+		}
+		ret = map_page_now(m, i);
+		if (ret)
+			return ret;
+	}
+	for (uint64_t i = boot_pages; i < m->nr_pages; i++)
+		if (zero_page_get(m->pages, i) == ZP_ZERO) {
+			ret = map_page_now(m, i);
+			if (ret)
+				return ret;
+		}
+	return 0;
+}
+
+/*
+ * A pool's state record is consumed at every launch, clean or not, so no
+ * record survives that a later crash could make a lie. Only a reused file
+ * with a valid record starts ZERO.
+ */
+static int take_record(struct run_state *s)
+{
+	char why[512];
+	bool clean;
+	int ret;
+
+	if (!s->mem->pool)
+		return 0;
+	ret = zero_record_take(s->mem, &clean, why, sizeof(why));
+	if (ret) {
+		pr_err("cannot read the pool's state record: %s", strerror(-ret));
+		return ret;
+	}
+	if (clean && !s->mem->created) {
+		zero_pages_reset(s->mem->pages, ZP_ZERO);
+		s->record_clean = true;
+	} else if (!s->mem->created && strcmp(why, "no state record") &&
+		   !s->o.quiet) {
+		pr_info("%s: the pool's pages are treated as dirty", why);
+	}
+	return 0;
+}
+
+static void on_signal(void *arg, int sig)
+{
+	struct run_state *s = arg;
+	struct vmm_vm *vm;
+
+	(void)sig;
+	if (__atomic_load_n(&s->engine_ready, __ATOMIC_ACQUIRE))
+		zero_engine_cancel(s->engine);
+	vm = __atomic_load_n(&s->vm, __ATOMIC_ACQUIRE);
+	if (vm)
+		vmm_vm_request_stop(vm, VMM_STOP_CANCELLED, 0, "interrupted");
+}
+
+static int run_loop(struct run_state *s)
+{
+	struct vmm_loop l = { .vm = s->vm, .engine = s->engine };
+	sigset_t set;
+	int ret;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	l.signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (l.signal_fd < 0) {
+		ret = -errno;
+		pr_err("signalfd: %s", strerror(-ret));
+		vmm_vm_request_stop(s->vm, VMM_STOP_ERROR, 0, "no signalfd");
+		return ret;
+	}
+	if (s->faults_open)
+		l.faults = &s->faults;
+	ret = vmm_loop_run(&l);
+	s->loop_sig = l.sig;
+	close(l.signal_fd);
+	return ret;
+}
+
+/* on_exit for a pool file: release, keep or scrub (then the record). */
+static void apply_on_exit(struct run_state *s, int status)
+{
+	struct zero_prezero_report r;
+	struct zero_mem *m = s->mem;
+	int ret;
+
+	(void)status;
+	if (!m->pool)
+		return;
+	zero_engine_quiesce(s->engine);
+	switch (s->pol.on_exit) {
+	case ZERO_EXIT_KEEP:
+		s->exit_action = "keep";
+		return;
+	case ZERO_EXIT_RELEASE:
+		s->exit_action = "release";
+		if (fallocate(m->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      0, (off_t)m->bytes))
+			pr_warn("on_exit = release: cannot punch the pool's pages out: %s",
+				strerror(errno));
+		else
+			zero_pages_reset(m->pages, ZP_FRESH);
+		return;
+	case ZERO_EXIT_SCRUB:
+		s->exit_action = "scrub";
+		break;
+	}
+	/* What the guest had is stale now. */
+	for (uint64_t i = 0; i < m->nr_pages; i++)
+		if (zero_page_get(m->pages, i) == ZP_MAPPED &&
+		    zero_page_move(m->pages, i, ZP_MAPPED, ZP_DIRTY))
+			return;
+	ret = zero_engine_prezero(s->engine, &r);
+	s->exit_bytes = r.scrub_bytes + r.populate_bytes;
+	s->exit_seconds = r.seconds;
+	if (ret) {
+		pr_err("on_exit = scrub %s: no state record is written, the next launch scrubs again",
+		       ret == -ECANCELED ? "interrupted" : "failed");
+		return;
+	}
+	ret = zero_record_write(m);
+	if (ret)
+		pr_err("on_exit = scrub: cannot write the state record: %s",
+		       strerror(-ret));
+	s->record_written = !ret;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	struct vmm_sigwatch w = { .on_signal = on_signal };
 	struct zero_engine_cfg ec = { 0 };
 	struct run_state *s;
+	struct vmm_vm *vm;
 	enum vmm_stop why;
 	char err[512];
 	int ret, status = 0, code = 0;
@@ -465,7 +642,7 @@ int cmd_run(int argc, char **argv)
 	}
 
 	vmm_sigwatch_block(&w);
-	w.arg = &s->vm;
+	w.arg = s;
 	ret = vmm_sigwatch_start(&w);
 	if (ret)
 		goto out_sig;
@@ -474,6 +651,9 @@ int cmd_run(int argc, char **argv)
 		pr_err("%s", err);
 		goto out_sig;
 	}
+	ret = take_record(s);
+	if (ret)
+		goto out_sig;
 	ec.pol = &s->pol;
 	ec.mem = s->mem;
 	ec.quiet = s->o.quiet;
@@ -482,23 +662,24 @@ int cmd_run(int argc, char **argv)
 		pr_err("%s", err);
 		goto out_sig;
 	}
-	ret = zero_engine_prezero(s->engine, &s->pz);
-	if (!ret)
-		ret = map_guest(s->mem);
+	__atomic_store_n(&s->engine_ready, 1, __ATOMIC_RELEASE);
+	ret = prepare_memory(s);
 	if (ret || w.sig) {
-		if (w.sig)
+		if (w.sig || ret == -ECANCELED)
 			ret = -ECANCELED;
 		else
-			pr_err("zeroing guest memory failed: %s", strerror(-ret));
+			pr_err("preparing guest memory failed: %s",
+			       strerror(-ret));
 		goto out_sig;
 	}
-	ret = vmm_vm_create(s->o.kvm, s->mem, s->o.vcpus, &s->vm, err,
+	ret = vmm_vm_create(s->o.kvm, s->mem, s->o.vcpus, &vm, err,
 			    sizeof(err));
 	if (ret) {
 		pr_err("%s", err);
 		goto out_sig;
 	}
-	s->vm->verbose = s->o.verbose;
+	vm->verbose = s->o.verbose;
+	__atomic_store_n(&s->vm, vm, __ATOMIC_RELEASE);
 	vmm_devices_init(&s->dev, s->vm, s->serial);
 	s->dev_init = true;
 	ret = vmm_pvh_load(s->vm, s->image, s->image_size, s->cmdline, err,
@@ -513,26 +694,42 @@ int cmd_run(int argc, char **argv)
 			snprintf(err, sizeof(err), "cannot set up the vCPUs: %s",
 				 strerror(-ret));
 	}
+	if (!ret && s->pol.mode != ZERO_MODE_PREZERO) {
+		/* Every page not mapped by now faults to us. */
+		ret = vmm_faults_open(&s->faults, s->mem, s->engine, err,
+				      sizeof(err));
+		s->faults_open = !ret;
+	}
 	if (ret) {
 		pr_err("%s", err);
 		goto out_sig;
 	}
-	/* A signal before this point found no VM; check again. */
+	/* From here the event loop's signalfd takes SIGINT and SIGTERM. */
+	vmm_sigwatch_pause(&w);
 	if (w.sig) {
 		ret = -ECANCELED;
 		goto out_sig;
 	}
+	zero_engine_stats(s->engine, &s->st0);
+	if (s->pol.mode == ZERO_MODE_HYBRID)
+		zero_engine_start_background(s->engine, s->pol.rate_limit);
 	ret = vmm_vm_start(s->vm);
+	if (!ret)
+		ret = run_loop(s);
 	why = vmm_vm_wait(s->vm);
 	s->t_end = zero_now();
 	s->t_ready = s->vm->first_entry;
+	/* Background work stops with the guest; on_exit may start more. */
+	zero_engine_cancel(s->engine);
+	zero_engine_stats(s->engine, &s->st1);
 	switch (why) {
 	case VMM_STOP_EXIT_PORT:
 		code = s->vm->exit_code;
 		status = code;
 		break;
 	case VMM_STOP_CANCELLED:
-		pr_err("interrupted: the guest was stopped");
+		pr_err("interrupted by %s: the guest was stopped",
+		       s->loop_sig ? strsignal(s->loop_sig) : "a signal");
 		status = EXIT_INTERRUPTED;
 		break;
 	case VMM_STOP_ERROR:
@@ -547,6 +744,9 @@ int cmd_run(int argc, char **argv)
 	if (s->dev.other_pio > 1)
 		pr_warn("guest accessed ports without a device %llu times",
 			(unsigned long long)s->dev.other_pio);
+	/* on_exit may take a while (scrub): signals cancel it again. */
+	if (!vmm_sigwatch_start(&w))
+		apply_on_exit(s, status);
 	summary(s, code);
 	if (s->json)
 		write_json(s, s->json, code);
@@ -558,6 +758,8 @@ out:
 	if (ret)
 		status = ret == -ECANCELED ? EXIT_INTERRUPTED :
 					     cli_exit_status(ret);
+	if (s->faults_open)
+		vmm_faults_close(&s->faults);
 	if (s->dev_init)
 		vmm_devices_fini(&s->dev);
 	vmm_vm_destroy(s->vm);

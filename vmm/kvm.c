@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -92,6 +93,13 @@ int vmm_vm_create(const char *dev, struct zero_mem *mem, unsigned int nr_vcpus,
 		return -ENOMEM;
 	vm->kvm_fd = vm->vm_fd = -1;
 	vm->mem = mem;
+	vm->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (vm->stop_fd < 0) {
+		ret = -errno;
+		snprintf(err, len, "eventfd: %s", strerror(-ret));
+		free(vm);
+		return ret;
+	}
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_cond_init(&vm->stopped, NULL);
 	for (unsigned int i = 0; i < VMM_MAX_VCPUS; i++)
@@ -203,6 +211,8 @@ void vmm_vm_destroy(struct vmm_vm *vm)
 		close(vm->vm_fd);
 	if (vm->kvm_fd >= 0)
 		close(vm->kvm_fd);
+	if (vm->stop_fd >= 0)
+		close(vm->stop_fd);
 	pthread_cond_destroy(&vm->stopped);
 	pthread_mutex_destroy(&vm->lock);
 	free(vm);
@@ -262,12 +272,17 @@ int vmm_vcpus_reset_pvh(struct vmm_vm *vm, uint32_t entry, uint32_t start_info)
 void vmm_vm_request_stop(struct vmm_vm *vm, enum vmm_stop why, int code,
 			 const char *msg)
 {
+	uint64_t one = 1;
+
 	pthread_mutex_lock(&vm->lock);
 	if (vm->stop == VMM_RUNNING) {
 		__atomic_store_n(&vm->stop, why, __ATOMIC_RELEASE);
 		vm->exit_code = code;
 		if (msg)
 			snprintf(vm->why, sizeof(vm->why), "%s", msg);
+		if (write(vm->stop_fd, &one, sizeof(one)) < 0) {
+			/* cannot overflow: written once */
+		}
 	}
 	pthread_cond_broadcast(&vm->stopped);
 	pthread_mutex_unlock(&vm->lock);
@@ -304,6 +319,7 @@ static void *vcpu_thread(void *arg)
 	struct kvm_run *run = c->run;
 	char msg[200];
 	sigset_t set;
+	bool last;
 
 	sigemptyset(&set);
 	sigaddset(&set, VMM_KICK_SIGNAL);
@@ -386,9 +402,12 @@ static void *vcpu_thread(void *arg)
 	}
 out:
 	pthread_mutex_lock(&vm->lock);
-	vm->running--;
+	last = --vm->running == 0;
 	pthread_cond_broadcast(&vm->stopped);
 	pthread_mutex_unlock(&vm->lock);
+	if (last)
+		vmm_vm_request_stop(vm, VMM_STOP_HALTED, 0,
+				    "every vCPU halted without an exit code");
 	return NULL;
 }
 

@@ -60,6 +60,7 @@ struct vmm_vm {
 	struct vmm_io_ops io;
 	bool verbose;
 
+	int stop_fd; /* eventfd written when the run stops */
 	pthread_mutex_t lock;
 	pthread_cond_t stopped;
 	enum vmm_stop stop;

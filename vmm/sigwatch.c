@@ -43,13 +43,19 @@ int vmm_sigwatch_start(struct vmm_sigwatch *w)
 	return -ret;
 }
 
-int vmm_sigwatch_end(struct vmm_sigwatch *w)
+void vmm_sigwatch_pause(struct vmm_sigwatch *w)
 {
 	if (w->started) {
 		__atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
 		pthread_join(w->thread, NULL);
 		w->started = 0;
+		__atomic_store_n(&w->stop, 0, __ATOMIC_RELEASE);
 	}
+}
+
+int vmm_sigwatch_end(struct vmm_sigwatch *w)
+{
+	vmm_sigwatch_pause(w);
 	pthread_sigmask(SIG_SETMASK, &w->old, NULL);
 	return __atomic_load_n(&w->sig, __ATOMIC_ACQUIRE);
 }

@@ -34,13 +34,15 @@ static int pick_backend(struct zero_engine *e, const char *profile,
 	if (!profile && !zero_profile_default_path(path, sizeof(path)))
 		profile = path;
 	/*
-	 * prezero of memory with no stale page never calls the backend:
-	 * the kernel zeroes fresh pages. Do not spend ~0.25 s measuring
-	 * backends at start-up for nothing when no profile has the answer.
+	 * Memory with no stale page never calls the backend: the kernel
+	 * zeroes fresh pages (on prezero's populate, or on the guest's own
+	 * fault). Do not spend ~0.25 s measuring backends at start-up for
+	 * nothing when no profile has the answer.
 	 */
-	if (e->pol.mode == ZERO_MODE_PREZERO &&
-	    e->pol.fresh == ZERO_FRESH_TRUST &&
-	    !zero_pages_count(e->mem->pages, ZP_DIRTY)) {
+	if ((e->pol.mode != ZERO_MODE_PREZERO ||
+	     e->pol.fresh == ZERO_FRESH_TRUST) &&
+	    !zero_pages_count(e->mem->pages, ZP_DIRTY) &&
+	    !(e->mem->pool && e->pol.on_exit == ZERO_EXIT_SCRUB)) {
 		struct zero_profile p;
 		int line;
 
@@ -155,7 +157,7 @@ void zero_engine_destroy(struct zero_engine *e)
 	free(e);
 }
 
-static void sum_stats(struct zero_engine *e, struct zero_pool_stats *t)
+void zero_engine_stats(struct zero_engine *e, struct zero_pool_stats *t)
 {
 	struct zero_pool_stats s;
 
@@ -167,6 +169,8 @@ static void sum_stats(struct zero_engine *e, struct zero_pool_stats *t)
 		t->demand_bytes += s.demand_bytes;
 		t->demand_pages += s.demand_pages;
 		t->pages_left += s.pages_left;
+		if (s.bg_seconds > t->bg_seconds)
+			t->bg_seconds = s.bg_seconds;
 	}
 }
 
@@ -181,7 +185,7 @@ static void progress(void *arg)
 
 	if (!e->progress || el < 1.0)
 		return;
-	sum_stats(e, &s);
+	zero_engine_stats(e, &s);
 	done = s.scrub_bytes + s.populate_bytes;
 	rate = (double)done / el;
 	left = rate > 0 ? (double)(s.pages_left * e->mem->page_bytes) / rate : 0;
@@ -195,10 +199,10 @@ int zero_engine_prezero(struct zero_engine *e, struct zero_prezero_report *r)
 	struct zero_pool_stats s0, s1;
 	int ret = 0, err;
 
-	sum_stats(e, &s0);
+	zero_engine_stats(e, &s0);
 	e->t0 = zero_now();
 	for (unsigned int i = 0; i < e->nr_pools; i++)
-		zero_pool_start(e->pool[i], 0);
+		zero_pool_start(e->pool[i], 0, false);
 	for (unsigned int i = 0; i < e->nr_pools; i++) {
 		err = zero_pool_wait(e->pool[i], progress, e);
 		if (err && !ret)
@@ -206,7 +210,7 @@ int zero_engine_prezero(struct zero_engine *e, struct zero_prezero_report *r)
 	}
 	if (e->progress && zero_now() - e->t0 >= 1.0)
 		fprintf(stderr, "\r\033[K");
-	sum_stats(e, &s1);
+	zero_engine_stats(e, &s1);
 	memset(r, 0, sizeof(*r));
 	r->seconds = zero_now() - e->t0;
 	r->scrub_bytes = s1.scrub_bytes - s0.scrub_bytes;
@@ -217,20 +221,70 @@ int zero_engine_prezero(struct zero_engine *e, struct zero_prezero_report *r)
 	return ret;
 }
 
+static int pool_of(const struct zero_engine *e, uint64_t page);
+
 int zero_engine_demand(struct zero_engine *e, uint64_t page)
 {
-	for (unsigned int i = 0; i < e->plan.nr_ranges; i++) {
-		const struct zero_plan_range *rg = &e->plan.range[i];
+	int i = pool_of(e, page);
 
-		if (page >= rg->first_page &&
-		    page < rg->first_page + rg->nr_pages)
-			return zero_pool_demand(e->pool[i], page);
-	}
-	return -EINVAL;
+	return i < 0 ? -EINVAL : zero_pool_demand(e->pool[i], page);
 }
 
 void zero_engine_cancel(struct zero_engine *e)
 {
 	for (unsigned int i = 0; i < e->nr_pools; i++)
 		zero_pool_cancel(e->pool[i]);
+}
+
+void zero_engine_start_background(struct zero_engine *e, uint64_t rate_limit)
+{
+	for (unsigned int i = 0; i < e->nr_pools; i++)
+		zero_pool_start(e->pool[i], rate_limit, true);
+}
+
+static int pool_of(const struct zero_engine *e, uint64_t page)
+{
+	for (unsigned int i = 0; i < e->plan.nr_ranges; i++) {
+		const struct zero_plan_range *rg = &e->plan.range[i];
+
+		if (page >= rg->first_page &&
+		    page < rg->first_page + rg->nr_pages)
+			return (int)i;
+	}
+	return -1;
+}
+
+int zero_engine_demand_async(struct zero_engine *e, uint64_t page)
+{
+	int i = pool_of(e, page);
+
+	return i < 0 ? -EINVAL : zero_pool_demand_async(e->pool[i], page);
+}
+
+int zero_engine_set_notify(struct zero_engine *e, int fd)
+{
+	for (unsigned int i = 0; i < e->nr_pools; i++) {
+		int ret = zero_pool_set_notify(e->pool[i], fd);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+unsigned int zero_engine_pop_done(struct zero_engine *e, uint64_t *pages,
+				  unsigned int max)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < e->nr_pools && n < max; i++)
+		n += zero_pool_pop_done(e->pool[i], pages + n, max - n);
+	return n;
+}
+
+void zero_engine_quiesce(struct zero_engine *e)
+{
+	zero_engine_cancel(e);
+	for (unsigned int i = 0; i < e->nr_pools; i++)
+		(void)!zero_pool_wait(e->pool[i], NULL, NULL);
 }

@@ -76,6 +76,31 @@ int zero_engine_demand(struct zero_engine *e, uint64_t page)
 void zero_engine_cancel(struct zero_engine *e);
 
 /*
+ * hybrid: background workers scrub DIRTY pages ascending, node by node,
+ * at most @rate_limit bytes per second, while the guest runs. FRESH pages
+ * are left to the kernel.
+ */
+void zero_engine_start_background(struct zero_engine *e, uint64_t rate_limit);
+
+/* zero_pool_demand_async() on the pool holding @page. */
+int zero_engine_demand_async(struct zero_engine *e, uint64_t page)
+	__attribute__((warn_unused_result));
+
+/* Settled demand pages are announced on eventfd @fd (every pool). */
+int zero_engine_set_notify(struct zero_engine *e, int fd)
+	__attribute__((warn_unused_result));
+
+/* Takes up to @max settled demand pages from all pools. */
+unsigned int zero_engine_pop_done(struct zero_engine *e, uint64_t *pages,
+				  unsigned int max);
+
+/* Cancels all work and waits until no page is ZEROING. */
+void zero_engine_quiesce(struct zero_engine *e);
+
+/* Sums the pools' statistics. */
+void zero_engine_stats(struct zero_engine *e, struct zero_pool_stats *s);
+
+/*
  * chunk = auto: about 100 us of clearing at @gbps, a power of two from
  * 256 KiB to the 8 MiB cap (DESIGN.md 5), never above the page size.
  */

@@ -81,6 +81,12 @@ int zero_page_move(struct zero_pages *p, uint64_t i, enum zero_page_state from,
 	return 0;
 }
 
+void zero_pages_reset(struct zero_pages *p, enum zero_page_state s)
+{
+	for (uint64_t i = 0; i < p->nr; i++)
+		__atomic_store_n(&p->state[i], (uint8_t)s, __ATOMIC_RELEASE);
+}
+
 uint64_t zero_pages_count(const struct zero_pages *p, enum zero_page_state s)
 {
 	uint64_t n = 0;

@@ -50,6 +50,13 @@ bool zero_page_transition_ok(enum zero_page_state from,
 int zero_page_move(struct zero_pages *p, uint64_t i, enum zero_page_state from,
 		   enum zero_page_state to) __attribute__((warn_unused_result));
 
+/*
+ * Sets every page to @s without a transition: only while no worker or
+ * guest can see the table (a pool's state record at launch, after the
+ * pool is punched out and quiesced).
+ */
+void zero_pages_reset(struct zero_pages *p, enum zero_page_state s);
+
 uint64_t zero_pages_count(const struct zero_pages *p, enum zero_page_state s);
 
 const char *zero_page_state_name(enum zero_page_state s);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "calibrate.h"
 #include "pool.h"
@@ -44,6 +45,7 @@ struct zero_pool {
 	int error;
 
 	bool bg_active;
+	bool skip_fresh;
 	uint64_t bg_cursor, bg_end;
 	struct job *bg_job; /* background page with chunks left to claim */
 	uint64_t rate; /* bytes per second, 0: unlimited */
@@ -53,6 +55,11 @@ struct zero_pool {
 	struct job *jobs; /* every page in ZEROING */
 	uint64_t seq;
 	struct zero_pool_stats st;
+
+	/* Demand pages settled since the last zero_pool_pop_done(). */
+	int notify_fd; /* eventfd written per settled page, -1: none */
+	uint64_t *done_q;
+	uint64_t done_head, done_len;
 };
 
 static struct job *find_job(struct zero_pool *pool, uint64_t page)
@@ -109,6 +116,21 @@ static void finish_pass_locked(struct zero_pool *pool)
 	}
 }
 
+/* Queues a settled demand page for the event loop and wakes it. */
+static void notify_locked(struct zero_pool *pool, uint64_t page)
+{
+	uint64_t one = 1;
+
+	if (pool->notify_fd < 0 || !pool->done_q)
+		return;
+	/* Each page is in at most one job, so the queue cannot overflow. */
+	pool->done_q[(pool->done_head + pool->done_len++) % pool->cfg.nr_pages] =
+		page;
+	if (write(pool->notify_fd, &one, sizeof(one)) < 0) {
+		/* the counter saturates only after 2^64 - 1 pages */
+	}
+}
+
 /*
  * Settles a job no worker holds: ZERO when every chunk is done, back to
  * DIRTY when cancelled before that (part of it may hold data).
@@ -128,6 +150,8 @@ static void settle_locked(struct zero_pool *pool, struct job *job)
 		return;
 	if (ret && !pool->error)
 		pool->error = ret;
+	if (job->demand)
+		notify_locked(pool, job->page);
 	unlink_job(pool, job);
 	pthread_cond_broadcast(&pool->done);
 }
@@ -181,7 +205,7 @@ static struct job *pick_locked(struct zero_pool *pool)
 		uint64_t p = pool->bg_cursor++;
 		enum zero_page_state s = zero_page_get(pages, p);
 
-		if (s != ZP_DIRTY && s != ZP_FRESH)
+		if (s != ZP_DIRTY && (s != ZP_FRESH || pool->skip_fresh))
 			continue;
 		j = new_job_locked(pool, p, s, false);
 		if (!j) {
@@ -322,6 +346,7 @@ static void pool_free(struct zero_pool *pool)
 	pthread_mutex_destroy(&pool->lock);
 	free(pool->args);
 	free(pool->threads);
+	free(pool->done_q);
 	free(pool);
 }
 
@@ -350,6 +375,7 @@ int zero_pool_create(const struct zero_pool_cfg *cfg, struct zero_pool **out)
 		return -ENOMEM;
 	pool->cfg = *cfg;
 	pool->cfg.cpus = NULL;
+	pool->notify_fd = -1;
 	pool->chunk = cfg->chunk < cfg->mem->page_bytes ? cfg->chunk :
 							  cfg->mem->page_bytes;
 	pool->threads = calloc(cfg->nr_workers, sizeof(*pool->threads));
@@ -390,9 +416,11 @@ void zero_pool_destroy(struct zero_pool *pool)
 	pool_free(pool);
 }
 
-void zero_pool_start(struct zero_pool *pool, uint64_t rate_limit)
+void zero_pool_start(struct zero_pool *pool, uint64_t rate_limit,
+		     bool skip_fresh)
 {
 	pthread_mutex_lock(&pool->lock);
+	pool->skip_fresh = skip_fresh;
 	pool->cancelled = false;
 	pool->error = 0;
 	pool->rate = rate_limit;
@@ -434,53 +462,103 @@ int zero_pool_wait(struct zero_pool *pool, void (*progress)(void *arg),
 	return ret;
 }
 
+/*
+ * Puts @page ahead of all background work. Returns 0 when it is already
+ * ZERO or MAPPED, 1 when a job for it runs (new, or a background one it
+ * joined), or a negative errno.
+ */
+static int demand_locked(struct zero_pool *pool, uint64_t page, bool *counted)
+{
+	enum zero_page_state s = zero_page_get(pool->cfg.mem->pages, page);
+	struct job *j;
+	int ret;
+
+	if (s == ZP_ZERO || s == ZP_MAPPED)
+		return 0;
+	ret = result_locked(pool);
+	if (ret)
+		return ret;
+	if (!*counted) {
+		pool->st.demand_pages++;
+		*counted = true;
+	}
+	if (s == ZP_ZEROING) {
+		/* Join the page's remaining chunks: every worker takes them
+		 * before any background work. */
+		j = find_job(pool, page);
+		if (j && !j->demand) {
+			j->demand = true;
+			j->seq = ++pool->seq;
+			if (pool->bg_job == j)
+				pool->bg_job = NULL;
+			pthread_cond_broadcast(&pool->work);
+		}
+		return 1;
+	}
+	if (!new_job_locked(pool, page, s, true))
+		return -ENOMEM;
+	pthread_cond_broadcast(&pool->work);
+	return 1;
+}
+
 int zero_pool_demand(struct zero_pool *pool, uint64_t page)
 {
-	struct zero_pages *pages = pool->cfg.mem->pages;
 	bool counted = false;
-	struct job *j;
 	int ret;
 
 	if (page < pool->cfg.first_page ||
 	    page >= pool->cfg.first_page + pool->cfg.nr_pages)
 		return -EINVAL;
 	pthread_mutex_lock(&pool->lock);
-	for (;;) {
-		enum zero_page_state s = zero_page_get(pages, page);
-
-		if (s == ZP_ZERO || s == ZP_MAPPED) {
-			ret = 0;
-			break;
-		}
-		ret = result_locked(pool);
-		if (ret)
-			break;
-		if (!counted) {
-			pool->st.demand_pages++;
-			counted = true;
-		}
-		if (s == ZP_ZEROING) {
-			/* Join the page's remaining chunks: every worker
-			 * takes them before any background work. */
-			j = find_job(pool, page);
-			if (j && !j->demand) {
-				j->demand = true;
-				j->seq = ++pool->seq;
-				if (pool->bg_job == j)
-					pool->bg_job = NULL;
-				pthread_cond_broadcast(&pool->work);
-			}
-		} else if (s == ZP_DIRTY || s == ZP_FRESH) {
-			if (!new_job_locked(pool, page, s, true)) {
-				ret = -ENOMEM;
-				break;
-			}
-			pthread_cond_broadcast(&pool->work);
-		}
+	while ((ret = demand_locked(pool, page, &counted)) == 1)
 		pthread_cond_wait(&pool->done, &pool->lock);
-	}
 	pthread_mutex_unlock(&pool->lock);
 	return ret;
+}
+
+int zero_pool_demand_async(struct zero_pool *pool, uint64_t page)
+{
+	bool counted = false;
+	int ret;
+
+	if (page < pool->cfg.first_page ||
+	    page >= pool->cfg.first_page + pool->cfg.nr_pages)
+		return -EINVAL;
+	pthread_mutex_lock(&pool->lock);
+	ret = demand_locked(pool, page, &counted);
+	pthread_mutex_unlock(&pool->lock);
+	return ret;
+}
+
+int zero_pool_set_notify(struct zero_pool *pool, int fd)
+{
+	uint64_t *q = calloc(pool->cfg.nr_pages ? pool->cfg.nr_pages : 1,
+			     sizeof(*q));
+
+	if (!q)
+		return -ENOMEM;
+	pthread_mutex_lock(&pool->lock);
+	free(pool->done_q);
+	pool->done_q = q;
+	pool->done_head = pool->done_len = 0;
+	pool->notify_fd = fd;
+	pthread_mutex_unlock(&pool->lock);
+	return 0;
+}
+
+unsigned int zero_pool_pop_done(struct zero_pool *pool, uint64_t *pages,
+				unsigned int max)
+{
+	unsigned int n = 0;
+
+	pthread_mutex_lock(&pool->lock);
+	while (n < max && pool->done_len) {
+		pages[n++] = pool->done_q[pool->done_head];
+		pool->done_head = (pool->done_head + 1) % pool->cfg.nr_pages;
+		pool->done_len--;
+	}
+	pthread_mutex_unlock(&pool->lock);
+	return n;
 }
 
 void zero_pool_cancel(struct zero_pool *pool)

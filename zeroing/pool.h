@@ -54,9 +54,12 @@ void zero_pool_destroy(struct zero_pool *pool);
  * Background pass: every page of the pool that is not ZERO or MAPPED is
  * made ZERO, in ascending order: DIRTY pages are scrubbed, FRESH pages
  * populated (the kernel zeroes them) or scrubbed with scrub_fresh.
- * @rate_limit is in bytes per second, 0 for none. Returns at once.
+ * @rate_limit is in bytes per second, 0 for none. With @skip_fresh the
+ * pass leaves FRESH pages alone: while a guest runs they belong to the
+ * kernel, which zeroes them on the guest's fault. Returns at once.
  */
-void zero_pool_start(struct zero_pool *pool, uint64_t rate_limit);
+void zero_pool_start(struct zero_pool *pool, uint64_t rate_limit,
+		     bool skip_fresh);
 
 /*
  * Waits for the background pass. @progress, if set, is called about
@@ -74,6 +77,26 @@ int zero_pool_wait(struct zero_pool *pool,
  */
 int zero_pool_demand(struct zero_pool *pool, uint64_t page)
 	__attribute__((warn_unused_result));
+
+/*
+ * The asynchronous form for the event loop: returns 0 when the page is
+ * already ZERO or MAPPED, 1 when it is queued (or joined) and will be
+ * reported by zero_pool_pop_done() once it settles (ZERO, or DIRTY if
+ * cancelled), or a negative errno (-ECANCELED after a cancel).
+ */
+int zero_pool_demand_async(struct zero_pool *pool, uint64_t page)
+	__attribute__((warn_unused_result));
+
+/*
+ * Settled demand pages are queued and @fd (an eventfd) is written once
+ * per page. Returns 0 or -ENOMEM.
+ */
+int zero_pool_set_notify(struct zero_pool *pool, int fd)
+	__attribute__((warn_unused_result));
+
+/* Takes up to @max settled demand pages off the queue. */
+unsigned int zero_pool_pop_done(struct zero_pool *pool, uint64_t *pages,
+				unsigned int max);
 
 /*
  * Stops all work within one chunk. Pages being cleared go back to DIRTY

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../lib/log.h"
+#include "../zeroing/calibrate.h"
+#include "fault.h"
+
+int vmm_faults_open(struct vmm_faults *f, struct zero_mem *mem,
+		    struct zero_engine *engine, char *err, size_t len)
+{
+	struct uffdio_api api = { .api = UFFD_API,
+				  .features = UFFD_FEATURE_MINOR_HUGETLBFS };
+	struct uffdio_register reg = {
+		.range = { .start = (uint64_t)(uintptr_t)mem->guest,
+			   .len = mem->bytes },
+		.mode = UFFDIO_REGISTER_MODE_MINOR,
+	};
+	int ret;
+
+	memset(f, 0, sizeof(*f));
+	f->uffd = f->done_fd = -1;
+	f->mem = mem;
+	f->engine = engine;
+	f->pending = calloc(mem->nr_pages, sizeof(*f->pending));
+	f->lat_us = calloc(mem->nr_pages, sizeof(*f->lat_us));
+	if (!f->pending || !f->lat_us) {
+		snprintf(err, len, "out of memory for fault tracking");
+		ret = -ENOMEM;
+		goto fail;
+	}
+	/* Not UFFD_USER_MODE_ONLY: KVM touches guest memory from the kernel. */
+	f->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (f->uffd < 0) {
+		ret = -errno;
+		snprintf(err, len,
+			 "userfaultfd: %s (demand zeroing needs root, or sysctl vm.unprivileged_userfaultfd=1)",
+			 strerror(-ret));
+		goto fail;
+	}
+	if (ioctl(f->uffd, UFFDIO_API, &api) ||
+	    !(api.features & UFFD_FEATURE_MINOR_HUGETLBFS)) {
+		ret = -EOPNOTSUPP;
+		snprintf(err, len,
+			 "this kernel's userfaultfd lacks minor faults on hugetlbfs (UFFD_FEATURE_MINOR_HUGETLBFS, Linux 5.13+): use the prezero policy");
+		goto fail;
+	}
+	if (ioctl(f->uffd, UFFDIO_REGISTER, &reg) ||
+	    !(reg.ioctls & (1ull << _UFFDIO_CONTINUE))) {
+		ret = -errno ? -errno : -EOPNOTSUPP;
+		snprintf(err, len, "cannot register guest memory with userfaultfd: %s",
+			 strerror(-ret));
+		goto fail;
+	}
+	f->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (f->done_fd < 0) {
+		ret = -errno;
+		snprintf(err, len, "eventfd: %s", strerror(-ret));
+		goto fail;
+	}
+	ret = zero_engine_set_notify(engine, f->done_fd);
+	if (ret) {
+		snprintf(err, len, "out of memory for fault tracking");
+		goto fail;
+	}
+	return 0;
+fail:
+	vmm_faults_close(f);
+	return ret;
+}
+
+void vmm_faults_close(struct vmm_faults *f)
+{
+	if (f->uffd >= 0)
+		close(f->uffd);
+	if (f->done_fd >= 0)
+		close(f->done_fd);
+	f->uffd = f->done_fd = -1;
+	free(f->pending);
+	free(f->lat_us);
+	f->pending = NULL;
+	f->lat_us = NULL;
+}
+
+/*
+ * Maps a ZERO page into the guest (or wakes the vCPUs of a page that is
+ * already mapped) and records how long its first fault waited.
+ */
+static int map_page(struct vmm_faults *f, uint64_t page)
+{
+	struct zero_mem *m = f->mem;
+	struct uffdio_continue c = {
+		.range = { .start = (uint64_t)(uintptr_t)zero_mem_guest_page(m, page),
+			   .len = m->page_bytes },
+	};
+	int ret;
+
+	/* The invariant first: only a ZERO page may become MAPPED. */
+	ret = zero_page_move(m->pages, page, ZP_ZERO, ZP_MAPPED);
+	if (ret && zero_page_get(m->pages, page) != ZP_MAPPED)
+		return ret;
+	while (ioctl(f->uffd, UFFDIO_CONTINUE, &c)) {
+		if (errno == EAGAIN) /* the mapping changed; try again */
+			continue;
+		if (errno == EEXIST) {
+			/* Mapped by an earlier fault: just wake this one. */
+			struct uffdio_range r = c.range;
+
+			if (ioctl(f->uffd, UFFDIO_WAKE, &r))
+				return -errno;
+			break;
+		}
+		return -errno;
+	}
+	if (f->pending[page] > 0) {
+		if (f->nr_lat < f->mem->nr_pages)
+			f->lat_us[f->nr_lat++] =
+				(zero_now() - f->pending[page]) * 1e6;
+		f->pending[page] = 0;
+		f->pages++;
+	}
+	return 0;
+}
+
+static int serve(struct vmm_faults *f, uint64_t page)
+{
+	enum zero_page_state s = zero_page_get(f->mem->pages, page);
+	int ret;
+
+	if (f->pending[page] > 0)
+		return 0; /* its scrub is under way; one CONTINUE wakes all */
+	if (s == ZP_MAPPED)
+		return map_page(f, page); /* a late duplicate: EEXIST, wake */
+	f->pending[page] = zero_now();
+	if (s == ZP_ZERO)
+		return map_page(f, page);
+	ret = zero_engine_demand_async(f->engine, page);
+	if (ret == 0)
+		return map_page(f, page);
+	if (ret == 1) {
+		f->scrubbed_pages++;
+		return 0;
+	}
+	return ret;
+}
+
+int vmm_faults_read(struct vmm_faults *f)
+{
+	struct uffd_msg msg[16];
+	ssize_t n;
+	int ret;
+
+	for (;;) {
+		n = read(f->uffd, msg, sizeof(msg));
+		if (n < 0)
+			return errno == EAGAIN ? 0 : -errno;
+		for (size_t i = 0; i < (size_t)n / sizeof(msg[0]); i++) {
+			uint64_t addr;
+
+			if (msg[i].event != UFFD_EVENT_PAGEFAULT)
+				continue;
+			f->faults++;
+			addr = msg[i].arg.pagefault.address -
+			       (uint64_t)(uintptr_t)f->mem->guest;
+			ret = serve(f, addr / f->mem->page_bytes);
+			if (ret == -ECANCELED)
+				return ret;
+			if (ret) {
+				pr_err("serving a guest fault at 0x%llx failed: %s",
+				       (unsigned long long)addr, strerror(-ret));
+				return ret;
+			}
+		}
+	}
+}
+
+int vmm_faults_complete(struct vmm_faults *f)
+{
+	uint64_t pages[64], cnt;
+	unsigned int n;
+	int ret;
+
+	if (read(f->done_fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		return -errno;
+	while ((n = zero_engine_pop_done(f->engine, pages, 64)))
+		for (unsigned int i = 0; i < n; i++) {
+			/* DIRTY here means cancelled: the run is ending. */
+			if (zero_page_get(f->mem->pages, pages[i]) != ZP_ZERO)
+				continue;
+			ret = map_page(f, pages[i]);
+			if (ret)
+				return ret;
+		}
+	return 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+double vmm_faults_latency(struct vmm_faults *f, double q)
+{
+	size_t i;
+
+	if (!f->nr_lat)
+		return 0;
+	qsort(f->lat_us, f->nr_lat, sizeof(double), cmp_double);
+	i = (size_t)(q * (double)(f->nr_lat - 1) + 0.5);
+	return f->lat_us[i < f->nr_lat ? i : f->nr_lat - 1];
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZVMM_VMM_FAULT_H
+#define ZVMM_VMM_FAULT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../zeroing/engine.h"
+
+/*
+ * Demand faults (DESIGN.md 3, 4): userfaultfd in MINOR mode on the guest
+ * mapping. A minor fault comes only for a page that is in the file but
+ * not in the guest mapping, that is DIRTY or ZERO; FRESH pages take the
+ * kernel's own path. A DIRTY page is scrubbed through the worker pool
+ * ahead of background work, then UFFDIO_CONTINUE maps it and wakes the
+ * vCPU; a ZERO page is only mapped.
+ */
+
+struct vmm_faults {
+	int uffd;
+	int done_fd; /* eventfd: pages the workers finished for us */
+	struct zero_mem *mem;
+	struct zero_engine *engine;
+	double *pending; /* per page: when its first fault was read, 0: none */
+	uint64_t faults; /* fault messages read */
+	uint64_t pages; /* pages mapped on a fault */
+	uint64_t scrubbed_pages; /* of those, scrubbed first */
+	double *lat_us; /* fault read -> UFFDIO_CONTINUE, per page */
+	size_t nr_lat;
+	int error;
+};
+
+/*
+ * Opens userfaultfd, checks for UFFD_FEATURE_MINOR_HUGETLBFS and
+ * UFFDIO_CONTINUE, and registers the guest mapping in MINOR mode. Pages
+ * that are MAPPED by then never fault. Returns 0 or a negative errno with
+ * @err saying what to do.
+ */
+int vmm_faults_open(struct vmm_faults *f, struct zero_mem *mem,
+		    struct zero_engine *engine, char *err, size_t err_len)
+	__attribute__((warn_unused_result));
+
+void vmm_faults_close(struct vmm_faults *f);
+
+/* Reads every queued fault and serves it or hands it to the workers. */
+int vmm_faults_read(struct vmm_faults *f) __attribute__((warn_unused_result));
+
+/* Maps the pages the workers have finished (after done_fd fired). */
+int vmm_faults_complete(struct vmm_faults *f)
+	__attribute__((warn_unused_result));
+
+/* Latency percentile @q (0..1) in microseconds, 0 without faults. */
+double vmm_faults_latency(struct vmm_faults *f, double q);
+
+#endif

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <liburing.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "../lib/log.h"
+#include "loop.h"
+
+enum { EV_UFFD = 1, EV_DONE, EV_SIGNAL, EV_STOP, EV_TIMER };
+
+static int arm_poll(struct io_uring *ring, int fd, uint64_t tag)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_poll_add(sqe, fd, POLLIN);
+	io_uring_sqe_set_data64(sqe, tag);
+	return 0;
+}
+
+static int arm_timer(struct io_uring *ring, struct __kernel_timespec *ts)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+
+	if (!sqe)
+		return -EBUSY;
+	io_uring_prep_timeout(sqe, ts, 0, 0);
+	io_uring_sqe_set_data64(sqe, EV_TIMER);
+	return 0;
+}
+
+static void stop_all(struct vmm_loop *l, int sig)
+{
+	if (sig && !l->sig)
+		l->sig = sig;
+	if (l->engine)
+		zero_engine_cancel(l->engine);
+	vmm_vm_request_stop(l->vm, sig ? VMM_STOP_CANCELLED : VMM_STOP_ERROR,
+			    0, sig ? "interrupted" : "the event loop failed");
+}
+
+int vmm_loop_run(struct vmm_loop *l)
+{
+	struct __kernel_timespec tick = { .tv_sec = 0, .tv_nsec = 100000000 };
+	struct signalfd_siginfo si;
+	struct io_uring_cqe *cqe;
+	struct io_uring ring;
+	bool stopped = false;
+	int ret;
+
+	ret = io_uring_queue_init(16, &ring, 0);
+	if (ret) {
+		pr_err("io_uring_queue_init: %s", strerror(-ret));
+		stop_all(l, 0);
+		return ret;
+	}
+	ret = arm_poll(&ring, l->vm->stop_fd, EV_STOP);
+	if (!ret)
+		ret = arm_poll(&ring, l->signal_fd, EV_SIGNAL);
+	if (!ret && l->faults)
+		ret = arm_poll(&ring, l->faults->uffd, EV_UFFD);
+	if (!ret && l->faults)
+		ret = arm_poll(&ring, l->faults->done_fd, EV_DONE);
+	if (!ret)
+		ret = arm_timer(&ring, &tick);
+	while (!ret && !stopped) {
+		ret = io_uring_submit_and_wait(&ring, 1);
+		if (ret < 0) {
+			if (ret == -EINTR) {
+				ret = 0;
+				continue;
+			}
+			break;
+		}
+		ret = 0;
+		while (!ret && io_uring_peek_cqe(&ring, &cqe) == 0) {
+			uint64_t tag = io_uring_cqe_get_data64(cqe);
+			int res = cqe->res;
+
+			io_uring_cqe_seen(&ring, cqe);
+			if (res < 0 && res != -ETIME) {
+				ret = res;
+				break;
+			}
+			switch (tag) {
+			case EV_UFFD:
+				ret = vmm_faults_read(l->faults);
+				if (ret == -ECANCELED)
+					ret = 0;
+				if (!ret)
+					ret = arm_poll(&ring, l->faults->uffd,
+						       EV_UFFD);
+				break;
+			case EV_DONE:
+				ret = vmm_faults_complete(l->faults);
+				if (!ret)
+					ret = arm_poll(&ring,
+						       l->faults->done_fd,
+						       EV_DONE);
+				break;
+			case EV_SIGNAL:
+				if (read(l->signal_fd, &si, sizeof(si)) ==
+				    sizeof(si))
+					stop_all(l, (int)si.ssi_signo);
+				ret = arm_poll(&ring, l->signal_fd, EV_SIGNAL);
+				break;
+			case EV_STOP:
+				stopped = true;
+				break;
+			case EV_TIMER:
+				ret = arm_timer(&ring, &tick);
+				break;
+			}
+		}
+	}
+	if (ret) {
+		l->error = ret;
+		pr_err("event loop: %s", strerror(-ret));
+		stop_all(l, 0);
+	}
+	io_uring_queue_exit(&ring);
+	return ret;
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZVMM_VMM_LOOP_H
+#define ZVMM_VMM_LOOP_H
+
+#include "fault.h"
+#include "kvm.h"
+
+/*
+ * The control thread's event loop, driven by liburing: userfaultfd
+ * readiness (guest faults), the workers' completion eventfd, a signalfd
+ * for SIGINT and SIGTERM, the VM's stop eventfd, and a timer for
+ * progress. It runs until the guest's run stops.
+ */
+struct vmm_loop {
+	struct vmm_vm *vm;
+	struct vmm_faults *faults; /* NULL: no demand faults (prezero) */
+	struct zero_engine *engine;
+	int signal_fd;
+	int sig; /* the signal that stopped the run, 0 if none */
+	int error;
+};
+
+/*
+ * Runs until the VM stops. SIGINT/SIGTERM stop the workers (within one
+ * chunk) and the vCPUs. Returns 0, or a negative errno when the loop
+ * itself failed (the VM is then stopped too).
+ */
+int vmm_loop_run(struct vmm_loop *l) __attribute__((warn_unused_result));
+
+#endif
