@@ -410,15 +410,3 @@ Test(run, triple_fault_is_exit_4_with_registers)
 		  "%s", r.out);
 	cr_assert(strstr(r.out, "rip "), "no registers: %s", r.out);
 }
-
-Test(run, unimplemented_policies_are_refused)
-{
-	cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", "64M",
-						     "--policy",
-						     "configs/hybrid.conf", NULL },
-				   false, 0, 0, &r),
-		     0);
-	cr_assert_eq(r.status, 2, "%s", r.out);
-	cr_assert(strstr(r.out, "zeroing.mode = hybrid is not implemented"),
-		  "%s", r.out);
-}

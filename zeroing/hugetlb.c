@@ -116,9 +116,19 @@ int zero_hugetlb_reserve(uint64_t page_bytes, long want,
 		return ret == -EPERM ? -EACCES : ret;
 	}
 	ret = zero_hugetlb_counts(page_bytes, &nr, &nfree);
+	if (!ret && nfree < want) {
+		/*
+		 * Free memory is often there but fragmented (1 GiB pages
+		 * need 1 GiB of contiguous frames): compact once and retry.
+		 */
+		write_str("/proc/sys/vm/compact_memory", "1");
+		ret = set_nr(page_bytes, r->old_nr + (want - (nfree - (nr - r->old_nr))));
+		if (!ret)
+			ret = zero_hugetlb_counts(page_bytes, &nr, &nfree);
+	}
 	if (ret || nfree < want) {
 		zero_hugetlb_release(r);
-		return ret ? ret : -ENOMEM;
+		return ret == -EPERM ? -EACCES : ret ? ret : -ENOMEM;
 	}
 	return 0;
 }

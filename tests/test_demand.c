@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Demand and hybrid zeroing end to end, on warm pools poisoned first: for
+ * every mode, page size and vCPU count the guest sees only zeros and the
+ * fault counts fit the mode; a pool scrubbed at exit relaunches without
+ * faults or work, unless its state record was altered, cut or belongs to
+ * another file; SIGINT and SIGTERM end a run within a second at any
+ * stage and leave no record that is not true.
+ */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../lib/size.h"
+#include "helpers.h"
+
+static struct test_run r;
+static struct zero_hugetlb_resv resv = ZERO_HUGETLB_RESV_INIT;
+static uint64_t page_sz;
+static char mnt[64], pool[96], state[64];
+static bool mounted;
+
+static void setup(void)
+{
+	snprintf(mnt, sizeof(mnt), "/tmp/zvmm-test-demand.%d", (int)getpid());
+	snprintf(pool, sizeof(pool), "%s/pool", mnt);
+	snprintf(state, sizeof(state), "/tmp/zvmm-test-state.%d", (int)getpid());
+	setenv("ZVMM_STATE_DIR", state, 1);
+}
+
+static void teardown(void)
+{
+	char cmd[160];
+
+	unlink(pool);
+	if (mounted)
+		umount(mnt);
+	rmdir(mnt);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", state);
+	if (system(cmd)) {
+		/* a leftover directory in /tmp is harmless */
+	}
+	zero_hugetlb_release(&resv);
+}
+
+TestSuite(demand, .init = setup, .fini = teardown, .timeout = 180);
+
+/* Root, /dev/kvm, a hugetlbfs mount of @page and @count free pages. */
+static void need_pool(uint64_t page, long count)
+{
+	const char *why;
+	int fd;
+
+	if (geteuid() != 0)
+		cr_skip_test("needs root (hugetlbfs mount, userfaultfd)");
+	fd = open("/dev/kvm", O_RDWR);
+	if (fd < 0)
+		cr_skip_test("no usable /dev/kvm: %s", strerror(errno));
+	close(fd);
+	page_sz = page;
+	why = test_reserve_hugepages(page, count, &resv);
+	if (why)
+		cr_skip_test("%s", why);
+	cr_assert_eq(mkdir(mnt, 0700), 0);
+	if (mount("none", mnt, "hugetlbfs", 0,
+		  page == SZ_1G ? "pagesize=1G" : "pagesize=2M"))
+		cr_skip_test("cannot mount hugetlbfs: %s", strerror(errno));
+	mounted = true;
+}
+
+/* Writes the poison over the whole pool file (creating it). */
+static void poison(uint64_t bytes)
+{
+	int fd = open(pool, O_RDWR | O_CREAT, 0600);
+	char *p;
+
+	cr_assert_geq(fd, 0, "%s", strerror(errno));
+	cr_assert_eq(ftruncate(fd, (off_t)bytes), 0);
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(p, MAP_FAILED, "%s", strerror(errno));
+	memset(p, POISON, bytes);
+	munmap(p, bytes);
+	close(fd);
+}
+
+static long pool_find_not_zero(uint64_t bytes)
+{
+	int fd = open(pool, O_RDONLY);
+	char *p;
+	long bad;
+
+	cr_assert_geq(fd, 0);
+	p = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+	cr_assert_neq(p, MAP_FAILED);
+	bad = test_find_not(p, bytes, 0);
+	munmap(p, bytes);
+	close(fd);
+	return bad;
+}
+
+static uint64_t field(const char *key)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	p = strstr(r.out, pat);
+	cr_assert_not_null(p, "no %s in: %s", key, r.out);
+	return strtoull(p + strlen(pat), NULL, 10);
+}
+
+/* "demand": { "faults": N ...: the first key after "section": { */
+static uint64_t section_field(const char *section, const char *key)
+{
+	char pat[64];
+	const char *sec, *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\": {", section);
+	sec = strstr(r.out, pat);
+	cr_assert_not_null(sec, "no %s in: %s", section, r.out);
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	p = strstr(sec, pat);
+	cr_assert_not_null(p, "no %s.%s in: %s", section, key, r.out);
+	return strtoull(p + strlen(pat), NULL, 10);
+}
+
+static void boot(const char *mem, const char *pages, const char *policy,
+		 const char *vcpus, const char *on_exit)
+{
+	char pol[64], ex[64];
+
+	snprintf(pol, sizeof(pol), "configs/%s.conf", policy);
+	snprintf(ex, sizeof(ex), "pool.on_exit=%s", on_exit);
+	cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", mem,
+						     "--hugepages", pages,
+						     "--pool", pool, "--policy",
+						     pol, "--set", ex,
+						     "--vcpus", vcpus,
+						     "--cmdline", "verify=4",
+						     "--json", "-", "--quiet",
+						     NULL },
+				   false, 0, 0, &r),
+		     0);
+}
+
+/* Indices, not pointers: Criterion runs each test in a new process. */
+struct mode_case {
+	unsigned int policy; /* index in policies[] */
+	bool one_gib;
+	unsigned int vcpus;
+};
+
+static const char *const policies[] = { "prezero", "demand", "hybrid" };
+
+ParameterizedTestParameters(demand, poisoned_pool_every_mode)
+{
+	static struct mode_case cases[12];
+	unsigned int n = 0;
+
+	for (unsigned int p = 0; p < 3; p++)
+		for (unsigned int g = 0; g < 2; g++)
+			for (unsigned int v = 1; v <= 2; v++)
+				cases[n++] = (struct mode_case){ p, g, v };
+	return cr_make_param_array(struct mode_case, cases, n);
+}
+
+ParameterizedTest(struct mode_case *c, demand, poisoned_pool_every_mode)
+{
+	uint64_t page = c->one_gib ? SZ_1G : SZ_2M;
+	uint64_t bytes = c->one_gib ? 2 * SZ_1G : 256 * SZ_1M;
+	uint64_t nr = bytes / page, faults, pages, scrubbed;
+	const char *policy = policies[c->policy];
+
+	need_pool(page, (long)nr);
+	poison(bytes);
+	boot(c->one_gib ? "2G" : "256M", c->one_gib ? "1G" : "2M", policy,
+	     c->vcpus == 2 ? "2" : "1", "keep");
+	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
+	cr_assert_eq(field("nonzero_bytes"), 0, "%s", r.out);
+	cr_assert_eq(field("touched_bytes") + field("reserved_bytes"), bytes);
+	faults = section_field("demand", "faults");
+	pages = section_field("demand", "pages");
+	scrubbed = section_field("demand", "scrubbed_pages");
+	cr_assert_eq(field("vcpus"), c->vcpus);
+	if (!strcmp(policy, "prezero")) {
+		cr_assert_eq(faults, 0, "%s", r.out);
+		cr_assert_eq(section_field("prezero", "scrub_bytes"), bytes);
+	} else if (!strcmp(policy, "demand")) {
+		/* One fault per touched DIRTY page: all but the boot page,
+		 * which zvmm scrubs and maps before the guest starts. */
+		cr_assert_eq(pages, nr - 1, "%s", r.out);
+		cr_assert_eq(scrubbed, nr - 1, "%s", r.out);
+		cr_assert_geq(faults, pages);
+		cr_assert_eq(section_field("demand", "bytes"), (nr - 1) * page);
+	} else {
+		/* Background and faults share the work; no page twice. */
+		cr_assert_leq(pages, nr - 1, "%s", r.out);
+		cr_assert_eq(section_field("demand", "bytes") +
+				     section_field("background", "bytes"),
+			     (nr - 1) * page, "%s", r.out);
+	}
+}
+
+/* on_exit=scrub, then a relaunch maps everything with no work at all. */
+Test(demand, scrubbed_pool_relaunches_without_work)
+{
+	need_pool(SZ_2M, 128);
+	poison(256 * SZ_1M);
+	boot("256M", "2M", "demand", "1", "scrub");
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_assert(strstr(r.out, "\"record_written\": true"), "%s", r.out);
+	cr_assert_eq(pool_find_not_zero(256 * SZ_1M), -1);
+	boot("256M", "2M", "demand", "1", "keep");
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_assert(strstr(r.out, "\"record_clean\": true"), "%s", r.out);
+	cr_assert_eq(section_field("demand", "faults"), 0, "%s", r.out);
+	cr_assert_eq(section_field("demand", "bytes"), 0, "%s", r.out);
+	cr_assert_eq(section_field("prezero", "bytes"), 0, "%s", r.out);
+	cr_assert_eq(field("nonzero_bytes"), 0);
+	cr_assert_gt(field("touched_bytes"), 0);
+}
+
+static char *record_path(void)
+{
+	static char path[256];
+	struct stat st;
+
+	cr_assert_eq(stat(pool, &st), 0);
+	snprintf(path, sizeof(path), "%s/pool-%llu-%llu.state", state,
+		 (unsigned long long)st.st_dev, (unsigned long long)st.st_ino);
+	return path;
+}
+
+static void edit_record(const char *from, const char *to)
+{
+	char *path = record_path(), buf[2048], *p;
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	cr_assert_not_null(f, "no record at %s", path);
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strstr(buf, from);
+	cr_assert_not_null(p, "'%s' not in record", from);
+	f = fopen(path, "w");
+	fwrite(buf, 1, (size_t)(p - buf), f);
+	fputs(to, f);
+	fputs(p + strlen(from), f);
+	fclose(f);
+}
+
+/* After a scrubbed exit, @spoil the record and poison the pool again:
+ * the relaunch must treat the pages as DIRTY and scrub them. */
+static void spoiled_record(void (*spoil)(void))
+{
+	need_pool(SZ_2M, 128);
+	poison(256 * SZ_1M);
+	boot("256M", "2M", "demand", "1", "scrub");
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	poison(256 * SZ_1M);
+	spoil();
+	boot("256M", "2M", "demand", "1", "keep");
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_assert(strstr(r.out, "\"record_clean\": false"), "%s", r.out);
+	cr_assert_eq(section_field("demand", "scrubbed_pages"), 127, "%s",
+		     r.out);
+	cr_assert_eq(field("nonzero_bytes"), 0, "%s", r.out);
+}
+
+static void alter(void)
+{
+	edit_record("pages = 128", "pages = 127");
+}
+
+static void truncate_record(void)
+{
+	cr_assert_eq(truncate(record_path(), 60), 0);
+}
+
+/* A record of another file: same contents under this file's name, but
+ * the inode inside is the other file's. */
+static void other_file(void)
+{
+	char other[128], cmd[512];
+	struct stat st;
+
+	cr_assert_eq(stat(pool, &st), 0);
+	snprintf(other, sizeof(other), "inode = %llu",
+		 (unsigned long long)st.st_ino + 1);
+	snprintf(cmd, sizeof(cmd), "inode = %llu",
+		 (unsigned long long)st.st_ino);
+	edit_record(cmd, other);
+}
+
+Test(demand, altered_record_means_dirty)
+{
+	spoiled_record(alter);
+}
+
+Test(demand, truncated_record_means_dirty)
+{
+	spoiled_record(truncate_record);
+}
+
+Test(demand, record_of_another_file_means_dirty)
+{
+	spoiled_record(other_file);
+}
+
+/*
+ * A signal at @after_ms: the run ends with 130 within a second, no
+ * hugepage is left, and a state record exists only if the pool is zero.
+ */
+static void interrupt(int sig, const char *policy, const char *mem,
+		      const char *cmdline, const char *backend,
+		      unsigned int after_ms)
+{
+	long nr, free_before, nfree;
+	struct timespec t0, t1;
+	double secs;
+	char pol[64], set[64];
+
+	snprintf(pol, sizeof(pol), "configs/%s.conf", policy);
+	snprintf(set, sizeof(set), "zeroing.backend=%s", backend);
+	cr_assert_eq(zero_hugetlb_counts(page_sz, &nr, &free_before), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", mem,
+						     "--pool", pool,
+						     "--policy", pol, "--set",
+						     set, "--set",
+						     "zeroing.workers=1",
+						     "--cmdline", cmdline,
+						     "--quiet", NULL },
+				   false, sig, after_ms, &r),
+		     0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	secs = (double)(t1.tv_sec - t0.tv_sec) +
+	       (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 - after_ms / 1e3;
+	cr_assert_eq(r.status, 130, "status %d: %s", r.status, r.out);
+	cr_assert(strstr(r.out, "interrupted"), "%s", r.out);
+	cr_assert_lt(secs, 1.0, "took %.2f s after the signal", secs);
+	cr_assert_eq(zero_hugetlb_counts(page_sz, &nr, &nfree), 0);
+	/* More free with on_exit=release (the pool's pages punched out),
+	 * never fewer: nothing of zvmm's own is left. */
+	cr_assert_geq(nfree, free_before, "hugepages left in use");
+	if (access(record_path(), F_OK) == 0)
+		cr_assert_eq(pool_find_not_zero(1024 * SZ_1M), -1,
+			     "a state record claims a pool that is not zero");
+}
+
+Test(demand, sigint_during_prezero)
+{
+	need_pool(SZ_2M, 512);
+	poison(1024 * SZ_1M);
+	/* 1 GiB at ~15 GB/s on one worker: ~70 ms of scrubbing. */
+	interrupt(SIGINT, "prezero", "1G", "verify=1", "page_at_a_time", 30);
+	cr_assert(strstr(r.out, "before the guest started"), "%s", r.out);
+}
+
+Test(demand, sigterm_with_outstanding_faults)
+{
+	need_pool(SZ_2M, 512);
+	poison(1024 * SZ_1M);
+	/* 4K stride: the guest runs for seconds, faulting page after page. */
+	interrupt(SIGTERM, "demand", "1G", "stride=4K", "page_at_a_time", 400);
+}
+
+Test(demand, sigint_while_the_guest_runs)
+{
+	need_pool(SZ_2M, 512);
+	poison(1024 * SZ_1M);
+	interrupt(SIGINT, "hybrid", "1G", "stride=4K", "memset", 600);
+}
