@@ -181,7 +181,8 @@ Test(run, poisoned_pool_reaches_the_guest_as_zeros)
 	snprintf(pool, sizeof(pool), "%s/pool", mnt);
 	poison_file(pool, 256 * SZ_1M);
 	cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", "256M",
-						     "--pool", pool,
+						     "--pool", pool, "--policy",
+						     "configs/prezero.conf",
 						     "--cmdline",
 						     "verify=64 stride=2M",
 						     "--json", "-", "--quiet",
