@@ -83,7 +83,8 @@ ARM64_SRCS := arch/arm64/clear.c arch/arm64/cpu.c arch/generic/clear.c \
 ARM64_TEST := $(O)/tests/arm64/test-arm64
 
 .DELETE_ON_ERROR:
-.PHONY: all test test-arm64 test-unit bench deps clean format FORCE
+.PHONY: all test test-arm64 test-unit bench bench-launch bench-demand deps clean \
+	format FORCE
 
 all: $(O)/zvmm
 
@@ -185,6 +186,18 @@ test: test-arm64 test-unit
 
 bench: $(O)/zvmm
 	$(Q)$(O)/zvmm bench $(BENCH_ARGS)
+
+$(O)/bench/poison: bench/tools/poison.c
+	@mkdir -p $(dir $@)
+	$(quiet) CC $@
+	$(Q)$(CC) $(CFLAGS) -o $@ $<
+
+# Launch and demand benchmarks against QEMU and across policies (root).
+bench-launch: $(O)/zvmm
+	$(Q)ZVMM=$(O)/zvmm ELF=$(GUEST_ELF) bash bench/launch.sh
+
+bench-demand: $(O)/zvmm $(O)/bench/poison
+	$(Q)ZVMM=$(O)/zvmm POISON=$(O)/bench/poison bash bench/demand.sh
 
 deps:
 	@if [ "$$(id -u)" = 0 ]; then \

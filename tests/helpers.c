@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -148,6 +149,8 @@ int test_run_zvmm(const char *const *argv, bool as_user, int sig,
 	if (pid < 0)
 		return -errno;
 	if (!pid) {
+		/* A test that times out must not leave zvmm behind. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(pfd[1], 1);
 		dup2(pfd[1], 2);
 		if (as_user && (setgid(65534) || setuid(65534)))

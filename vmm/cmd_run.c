@@ -517,6 +517,14 @@ static void on_signal(void *arg, int sig)
 		vmm_vm_request_stop(vm, VMM_STOP_CANCELLED, 0, "interrupted");
 }
 
+static void drain_faults(void *arg)
+{
+	struct run_state *s = arg;
+
+	if (s->faults_open)
+		vmm_faults_drain(&s->faults, s->engine->backend->clear);
+}
+
 static int run_loop(struct run_state *s)
 {
 	struct vmm_loop l = { .vm = s->vm, .engine = s->engine };
@@ -716,11 +724,11 @@ int cmd_run(int argc, char **argv)
 	ret = vmm_vm_start(s->vm);
 	if (!ret)
 		ret = run_loop(s);
-	why = vmm_vm_wait(s->vm);
+	/* No worker may clear a page under the drain below. */
+	zero_engine_quiesce(s->engine);
+	why = vmm_vm_wait(s->vm, drain_faults, s);
 	s->t_end = zero_now();
 	s->t_ready = s->vm->first_entry;
-	/* Background work stops with the guest; on_exit may start more. */
-	zero_engine_cancel(s->engine);
 	zero_engine_stats(s->engine, &s->st1);
 	switch (why) {
 	case VMM_STOP_EXIT_PORT:

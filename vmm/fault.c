@@ -202,6 +202,45 @@ int vmm_faults_complete(struct vmm_faults *f)
 	return 0;
 }
 
+static void zero_now_here(struct vmm_faults *f, uint64_t page,
+			  arch_clear_fn clear)
+{
+	struct zero_mem *m = f->mem;
+
+	if (zero_page_move(m->pages, page, ZP_DIRTY, ZP_ZEROING))
+		return;
+	clear(zero_mem_alias_page(m, page), m->page_bytes);
+	(void)!zero_page_move(m->pages, page, ZP_ZEROING, ZP_ZERO);
+}
+
+void vmm_faults_drain(struct vmm_faults *f, arch_clear_fn clear)
+{
+	struct uffd_msg msg[16];
+	ssize_t n;
+
+	if (f->uffd < 0)
+		return;
+	while ((n = read(f->uffd, msg, sizeof(msg))) > 0)
+		for (size_t i = 0; i < (size_t)n / sizeof(msg[0]); i++) {
+			uint64_t page;
+
+			if (msg[i].event != UFFD_EVENT_PAGEFAULT)
+				continue;
+			page = (msg[i].arg.pagefault.address -
+				(uint64_t)(uintptr_t)f->mem->guest) /
+			       f->mem->page_bytes;
+			if (!f->pending[page])
+				f->pending[page] = zero_now();
+		}
+	for (uint64_t p = 0; p < f->mem->nr_pages; p++) {
+		if (!f->pending[p])
+			continue;
+		zero_now_here(f, p, clear);
+		if (map_page(f, p))
+			f->pending[p] = 0;
+	}
+}
+
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

@@ -50,6 +50,14 @@ int vmm_faults_read(struct vmm_faults *f) __attribute__((warn_unused_result));
 int vmm_faults_complete(struct vmm_faults *f)
 	__attribute__((warn_unused_result));
 
+/*
+ * After the run has stopped and the workers are quiesced: serves every
+ * fault still pending or queued by making the page zero here, with
+ * @clear, and mapping it, so no vCPU stays stuck in a fault. The guest
+ * never runs again, but it still never gets a stale page.
+ */
+void vmm_faults_drain(struct vmm_faults *f, arch_clear_fn clear);
+
 /* Latency percentile @q (0..1) in microseconds, 0 without faults. */
 double vmm_faults_latency(struct vmm_faults *f, double q);
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/ioctl.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -442,7 +443,8 @@ int vmm_vm_start(struct vmm_vm *vm)
 	return ret;
 }
 
-enum vmm_stop vmm_vm_wait(struct vmm_vm *vm)
+enum vmm_stop vmm_vm_wait(struct vmm_vm *vm, void (*idle)(void *arg),
+			  void *arg)
 {
 	enum vmm_stop why;
 
@@ -455,20 +457,39 @@ enum vmm_stop vmm_vm_wait(struct vmm_vm *vm)
 		__atomic_store_n(&vm->stop, VMM_STOP_HALTED, __ATOMIC_RELEASE);
 	why = vm->stop;
 	pthread_mutex_unlock(&vm->lock);
-	for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
-		struct vmm_vcpu *c = &vm->vcpu[i];
+	for (;;) {
+		struct timespec ts;
+		bool left = false;
 
-		if (!c->started)
-			continue;
-		__atomic_store_n(&c->run->immediate_exit, 1, __ATOMIC_RELAXED);
-		pthread_kill(c->thread, VMM_KICK_SIGNAL);
-	}
-	for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
-		struct vmm_vcpu *c = &vm->vcpu[i];
+		for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
+			struct vmm_vcpu *c = &vm->vcpu[i];
 
-		if (c->started)
-			pthread_join(c->thread, NULL);
-		c->started = false;
+			if (!c->started)
+				continue;
+			__atomic_store_n(&c->run->immediate_exit, 1,
+					 __ATOMIC_RELAXED);
+			pthread_kill(c->thread, VMM_KICK_SIGNAL);
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
+			struct vmm_vcpu *c = &vm->vcpu[i];
+
+			if (!c->started)
+				continue;
+			if (pthread_timedjoin_np(c->thread, NULL, &ts) == 0)
+				c->started = false;
+			else
+				left = true;
+		}
+		if (!left)
+			break;
+		if (idle)
+			idle(arg);
 	}
 	return why;
 }

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# Demand and hybrid zeroing, measured on this machine in one run (root):
+#  1. launch.ready_ms with demand and hybrid on a warm poisoned pool, for
+#     2 GiB and 16 GiB: launch time should not grow with memory size;
+#  2. demand fault latency (fault read to UFFDIO_CONTINUE) for 2 MiB pages
+#     while hybrid background workers are busy (rate-limited so they are
+#     still running while the guest faults), and the chunk in use;
+#  3. a 1 GiB demand fault against clearing 1 GiB with all workers at the
+#     engine's own scrub rate, measured just before by `zvmm prezero`;
+#  4. guest touch time on a warm 16 GiB pool: prezero, demand, hybrid and a
+#     relaunch after on_exit=scrub.
+# Every pool is poisoned (bench/tools/poison.c) before each run, and the
+# memory is warmed by an untimed run first. Median of REPS (default 3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ZVMM=${ZVMM:-build/zvmm}
+POISON=${POISON:-build/bench/poison}
+REPS=${REPS:-3}
+BIG=${BIG:-16}
+
+[ "$(id -u)" = 0 ] || { echo "demand.sh: run as root" >&2; exit 3; }
+[ -x "$ZVMM" ] && [ -x "$POISON" ] || { echo "demand.sh: run make bench-demand" >&2; exit 2; }
+
+MNT=$(mktemp -d /tmp/zvmm-bench.XXXXXX)
+export ZVMM_STATE_DIR=$MNT.state
+declare -A saved
+for f in /sys/kernel/mm/hugepages/hugepages-*/nr_hugepages; do saved[$f]=$(cat "$f"); done
+cleanup() {
+	rm -f "$MNT"/pool 2>/dev/null || true
+	umount "$MNT" 2>/dev/null || true
+	rmdir "$MNT" 2>/dev/null || true
+	rm -rf "$ZVMM_STATE_DIR"
+	for f in "${!saved[@]}"; do echo "${saved[$f]}" >"$f"; done
+}
+trap cleanup EXIT INT TERM
+
+sysfs() { echo /sys/kernel/mm/hugepages/hugepages-$([ "$1" = 1G ] && echo 1048576 || echo 2048)kB/nr_hugepages; }
+
+# mount PAGE GIB: a fresh hugetlbfs mount with GIB of PAGE pages reserved
+setup() {
+	umount "$MNT" 2>/dev/null || true
+	for f in "${!saved[@]}"; do echo "${saved[$f]}" >"$f"; done
+	local f n
+	f=$(sysfs "$1")
+	n=$(( ($2 << 30) / $([ "$1" = 1G ] && echo $((1 << 30)) || echo $((2 << 20))) ))
+	echo 1 > /proc/sys/vm/compact_memory
+	echo $(( ${saved[$f]} + n )) >"$f"
+	mount -t hugetlbfs -o pagesize="$1" none "$MNT"
+}
+
+json() { grep -o "\"$2\": [0-9.]*" "$1" | head -1 | awk '{print $2}'; }
+section() { grep -o "\"$2\": {[^}]*" "$1" | grep -o "\"$3\": [0-9.]*" | head -1 | awk '{print $2}'; }
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "nan")}'; }
+
+# run GIB PAGE POLICY [SETS...]: poison the pool, run, leave JSON in $OUT
+OUT=$(mktemp)
+run() {
+	local gib=$1 page=$2 pol=$3
+	shift 3
+	"$POISON" "$MNT/pool" $((gib << 30))
+	"$ZVMM" run --mem "${gib}G" --hugepages "$page" --pool "$MNT/pool" \
+		--policy "configs/$pol.conf" --set pool.on_exit=keep "$@" \
+		--quiet --json "$OUT" >/dev/null
+}
+
+echo "== 1. launch.ready_ms, warm poisoned pool, 2M pages (median of $REPS)"
+printf '%-8s %6s %12s\n' policy GiB ready_ms
+for gib in 2 "$BIG"; do
+	setup 2M "$gib"
+	run "$gib" 2M prezero >/dev/null # warm
+	for pol in demand hybrid; do
+		v=""
+		for _ in $(seq "$REPS"); do run "$gib" 2M "$pol"; v+=" $(json "$OUT" ready_ms)"; done
+		printf '%-8s %6s %12s\n' "$pol" "$gib" "$(echo "$v" | median)"
+	done
+done
+
+echo "== 2. 2 MiB demand fault latency while hybrid background runs (4 GiB/s limit)"
+setup 2M "$BIG"
+run "$BIG" 2M prezero
+run "$BIG" 2M hybrid --set zeroing.rate_limit=4G
+printf 'faults %s, background %s bytes in %s s, chunk %s bytes; latency us p50 %s p99 %s max %s\n' \
+	"$(section "$OUT" demand faults)" "$(section "$OUT" background bytes)" \
+	"$(section "$OUT" background seconds)" "$(json "$OUT" chunk_bytes)" \
+	"$(json "$OUT" p50)" "$(json "$OUT" p99)" "$(json "$OUT" max)"
+
+echo "== 3. 1 GiB demand fault against clearing 1 GiB at the engine's rate"
+setup 1G 4
+"$POISON" "$MNT/pool" $((4 << 30))
+"$ZVMM" prezero --mem 4G --hugepages 1G --pool "$MNT/pool" --quiet --json "$OUT" >/dev/null
+rate=$(section "$OUT" prezero gbps)
+workers=$(json "$OUT" workers)
+lat=""
+for _ in $(seq "$REPS"); do run 4 1G demand; lat+=" $(json "$OUT" p50)"; done
+lat=$(echo "$lat" | median)
+awk -v l="$lat" -v r="$rate" -v w="$workers" 'BEGIN {
+	t = 1073741824 / (r * 1e9) * 1e6
+	printf "1 GiB fault %.0f us (median p50); 1 GiB at %.1f GB/s with %d workers: %.0f us; ratio %.2fx\n", l, r, w, t, l / t }'
+
+echo "== 4. guest touch time, warm ${BIG} GiB pool, 2M pages, stride 2M (median of $REPS)"
+setup 2M "$BIG"
+printf '%-16s %10s %10s %8s\n' method touch_ms ready_ms faults
+for pol in prezero demand hybrid; do
+	t=""; r=""; f=""
+	for _ in $(seq "$REPS"); do
+		run "$BIG" 2M "$pol"
+		t+=" $(json "$OUT" touch_ms)"; r+=" $(json "$OUT" ready_ms)"; f+=" $(section "$OUT" demand faults)"
+	done
+	printf '%-16s %10s %10s %8s\n' "$pol" "$(echo "$t" | median)" "$(echo "$r" | median)" "$(echo "$f" | median)"
+done
+t=""; r=""; f=""
+for _ in $(seq "$REPS"); do
+	run "$BIG" 2M demand --set pool.on_exit=scrub
+	"$ZVMM" run --mem "${BIG}G" --pool "$MNT/pool" --policy configs/demand.conf \
+		--set pool.on_exit=keep --quiet --json "$OUT" >/dev/null
+	t+=" $(json "$OUT" touch_ms)"; r+=" $(json "$OUT" ready_ms)"; f+=" $(section "$OUT" demand faults)"
+done
+printf '%-16s %10s %10s %8s\n' "scrub+relaunch" "$(echo "$t" | median)" "$(echo "$r" | median)" "$(echo "$f" | median)"
+rm -f "$OUT"
