@@ -114,6 +114,10 @@ int vmm_loop_run(struct vmm_loop *l)
 				stopped = true;
 				break;
 			case EV_TIMER:
+				/* hybrid: how far the background scrub is */
+				if (l->engine &&
+				    l->engine->pol.mode == ZERO_MODE_HYBRID)
+					zero_engine_progress(l->engine);
 				ret = arm_timer(&ring, &tick);
 				break;
 			}

@@ -171,11 +171,12 @@ void zero_engine_stats(struct zero_engine *e, struct zero_pool_stats *t)
 		t->pages_left += s.pages_left;
 		if (s.bg_seconds > t->bg_seconds)
 			t->bg_seconds = s.bg_seconds;
+		t->bg_active |= s.bg_active;
 	}
 }
 
 /* Bytes done, GB/s and time left, once the work has lasted a second. */
-static void progress(void *arg)
+void zero_engine_progress(void *arg)
 {
 	struct zero_engine *e = arg;
 	struct zero_pool_stats s;
@@ -183,13 +184,20 @@ static void progress(void *arg)
 	char a[32], b[32];
 	uint64_t done;
 
-	if (!e->progress || el < 1.0)
+	if (!e->progress || el < 1.0 || e->progress_done)
 		return;
 	zero_engine_stats(e, &s);
+	if (!s.bg_active) {
+		/* The pass is over: clear the line once. */
+		fprintf(stderr, "\r\033[K");
+		e->progress_done = true;
+		return;
+	}
 	done = s.scrub_bytes + s.populate_bytes;
 	rate = (double)done / el;
 	left = rate > 0 ? (double)(s.pages_left * e->mem->page_bytes) / rate : 0;
-	fprintf(stderr, "\r\033[Kzvmm: prezero %s of %s, %.1f GB/s, %.0f s left",
+	fprintf(stderr, "\r\033[Kzvmm: %s %s of %s, %.1f GB/s, %.0f s left",
+		e->phase,
 		size_human(done, a, sizeof(a)),
 		size_human(e->mem->bytes, b, sizeof(b)), rate / 1e9, left);
 }
@@ -201,10 +209,12 @@ int zero_engine_prezero(struct zero_engine *e, struct zero_prezero_report *r)
 
 	zero_engine_stats(e, &s0);
 	e->t0 = zero_now();
+	e->phase = "prezero";
+	e->progress_done = false;
 	for (unsigned int i = 0; i < e->nr_pools; i++)
 		zero_pool_start(e->pool[i], 0, false);
 	for (unsigned int i = 0; i < e->nr_pools; i++) {
-		err = zero_pool_wait(e->pool[i], progress, e);
+		err = zero_pool_wait(e->pool[i], zero_engine_progress, e);
 		if (err && !ret)
 			ret = err;
 	}
@@ -238,6 +248,9 @@ void zero_engine_cancel(struct zero_engine *e)
 
 void zero_engine_start_background(struct zero_engine *e, uint64_t rate_limit)
 {
+	e->t0 = zero_now();
+	e->phase = "background scrub";
+	e->progress_done = false;
 	for (unsigned int i = 0; i < e->nr_pools; i++)
 		zero_pool_start(e->pool[i], rate_limit, true);
 }

@@ -29,6 +29,8 @@ struct zero_engine {
 	struct zero_pool *pool[ZERO_MAX_NODES];
 	bool progress; /* print progress on stderr (a terminal, not quiet) */
 	double t0;
+	const char *phase; /* what progress lines call the work */
+	bool progress_done; /* the line was cleared after the pass */
 };
 
 struct zero_engine_cfg {
@@ -93,6 +95,12 @@ int zero_engine_set_notify(struct zero_engine *e, int fd)
 /* Takes up to @max settled demand pages from all pools. */
 unsigned int zero_engine_pop_done(struct zero_engine *e, uint64_t *pages,
 				  unsigned int max);
+
+/*
+ * On a terminal (and not --quiet), once the work has lasted a second:
+ * one line on stderr with bytes done, GB/s and time left. For timers.
+ */
+void zero_engine_progress(void *engine);
 
 /* Cancels all work and waits until no page is ZEROING. */
 void zero_engine_quiesce(struct zero_engine *e);

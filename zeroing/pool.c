@@ -575,6 +575,7 @@ void zero_pool_get_stats(struct zero_pool *pool, struct zero_pool_stats *s)
 
 	pthread_mutex_lock(&pool->lock);
 	*s = pool->st;
+	s->bg_active = pool->bg_active;
 	s->bg_seconds = !pool->bg_start ? 0 :
 			(pool->bg_active ? zero_now() : pool->bg_stop) -
 				pool->bg_start;

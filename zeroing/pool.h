@@ -38,6 +38,7 @@ struct zero_pool_stats {
 	uint64_t demand_pages;
 	uint64_t pages_left; /* background pages not yet ZERO or MAPPED */
 	double bg_seconds; /* background run time so far */
+	bool bg_active; /* a background pass is running */
 };
 
 /*
