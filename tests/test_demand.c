@@ -386,3 +386,13 @@ Test(demand, sigint_while_the_guest_runs)
 	poison(1024 * SZ_1M);
 	interrupt(SIGINT, "hybrid", "1G", "stride=4K", "rep_stosb", 600);
 }
+
+static void nothing(void)
+{
+}
+
+/* A valid record, but someone wrote the pool since zvmm's clean exit. */
+Test(demand, pool_written_after_a_clean_exit_means_dirty)
+{
+	spoiled_record(nothing);
+}

@@ -476,6 +476,24 @@ static int prepare_memory(struct run_state *s)
 	return 0;
 }
 
+/* Four cache lines of every page, spread over it, read as zero. */
+static bool pool_samples_zero(const struct zero_mem *m)
+{
+	for (uint64_t i = 0; i < m->nr_pages; i++) {
+		const char *p = zero_mem_alias_page(m, i);
+
+		for (uint64_t k = 0; k < 4; k++) {
+			const uint64_t *l = (const uint64_t *)(const void *)(
+				p + ((m->page_bytes - 64) / 3 * k & ~63ull));
+
+			for (int w = 0; w < 8; w++)
+				if (l[w])
+					return false;
+		}
+	}
+	return true;
+}
+
 /*
  * A pool's state record is consumed at every launch, clean or not, so no
  * record survives that a later crash could make a lie. Only a reused file
@@ -493,6 +511,16 @@ static int take_record(struct run_state *s)
 	if (ret) {
 		pr_err("cannot read the pool's state record: %s", strerror(-ret));
 		return ret;
+	}
+	/*
+	 * The record proves what zvmm left; it cannot see a process that
+	 * wrote the file since. Samples of every page (a few lines each,
+	 * microseconds in all) catch that case, and then nothing is trusted.
+	 */
+	if (clean && !s->mem->created && !pool_samples_zero(s->mem)) {
+		clean = false;
+		snprintf(why, sizeof(why),
+			 "the pool's state record is valid but the pool holds data written since");
 	}
 	if (clean && !s->mem->created) {
 		zero_pages_reset(s->mem->pages, ZP_ZERO);
