@@ -12,6 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <criterion/criterion.h>
+#include <sys/mman.h>
+
 #include "helpers.h"
 
 const char *test_zvmm_bin(void)
@@ -184,4 +187,49 @@ int test_run_zvmm(const char *const *argv, bool as_user, int sig,
 		return -errno;
 	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	return 0;
+}
+
+void test_poison_file(const char *path, uint64_t bytes)
+{
+	int fd = open(path, O_RDWR | O_CREAT, 0600);
+	char *p;
+
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	cr_assert_eq(ftruncate(fd, (off_t)bytes), 0);
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(p, MAP_FAILED, "%s", strerror(errno));
+	memset(p, POISON, bytes);
+	munmap(p, bytes);
+	close(fd);
+}
+
+long test_file_find_not_zero(const char *path, uint64_t bytes)
+{
+	int fd = open(path, O_RDONLY);
+	char *p;
+	long bad;
+
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	p = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
+	cr_assert_neq(p, MAP_FAILED);
+	bad = test_find_not(p, bytes, 0);
+	munmap(p, bytes);
+	close(fd);
+	return bad;
+}
+
+uint64_t test_json_u64(const char *out, const char *section, const char *key)
+{
+	const char *from = out, *p;
+	char pat[64];
+
+	if (section) {
+		snprintf(pat, sizeof(pat), "\"%s\": {", section);
+		from = strstr(out, pat);
+		cr_assert_not_null(from, "no %s in: %s", section, out);
+	}
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	p = strstr(from, pat);
+	cr_assert_not_null(p, "no %s in: %s", key, out);
+	return strtoull(p + strlen(pat), NULL, 10);
 }

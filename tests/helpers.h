@@ -44,6 +44,20 @@ struct test_run {
 int test_run_zvmm(const char *const *argv, bool as_user, int sig,
 		  unsigned int signal_after_ms, struct test_run *r);
 
+/*
+ * Pool files: makes @path @bytes long and writes the poison over all of
+ * it (as a guest that used the pool would leave it); the offset of the
+ * first non-zero byte of the file, or -1. Both fail the test on error.
+ */
+void test_poison_file(const char *path, uint64_t bytes);
+long test_file_find_not_zero(const char *path, uint64_t bytes);
+
+/*
+ * A number in zvmm's JSON output @out: the first "@key": after
+ * "@section": { when @section is set. Fails the test when it is absent.
+ */
+uint64_t test_json_u64(const char *out, const char *section, const char *key);
+
 /* nr_hugepages for @page_bytes, or -1. */
 long test_nr_hugepages(uint64_t page_bytes);
 

@@ -78,60 +78,24 @@ static void need_pool(uint64_t page, long count)
 	mounted = true;
 }
 
-/* Writes the poison over the whole pool file (creating it). */
 static void poison(uint64_t bytes)
 {
-	int fd = open(pool, O_RDWR | O_CREAT, 0600);
-	char *p;
-
-	cr_assert_geq(fd, 0, "%s", strerror(errno));
-	cr_assert_eq(ftruncate(fd, (off_t)bytes), 0);
-	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	cr_assert_neq(p, MAP_FAILED, "%s", strerror(errno));
-	memset(p, POISON, bytes);
-	munmap(p, bytes);
-	close(fd);
+	test_poison_file(pool, bytes);
 }
 
 static long pool_find_not_zero(uint64_t bytes)
 {
-	int fd = open(pool, O_RDONLY);
-	char *p;
-	long bad;
-
-	cr_assert_geq(fd, 0);
-	p = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
-	cr_assert_neq(p, MAP_FAILED);
-	bad = test_find_not(p, bytes, 0);
-	munmap(p, bytes);
-	close(fd);
-	return bad;
+	return test_file_find_not_zero(pool, bytes);
 }
 
 static uint64_t field(const char *key)
 {
-	char pat[64];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), "\"%s\": ", key);
-	p = strstr(r.out, pat);
-	cr_assert_not_null(p, "no %s in: %s", key, r.out);
-	return strtoull(p + strlen(pat), NULL, 10);
+	return test_json_u64(r.out, NULL, key);
 }
 
-/* "demand": { "faults": N ...: the first key after "section": { */
 static uint64_t section_field(const char *section, const char *key)
 {
-	char pat[64];
-	const char *sec, *p;
-
-	snprintf(pat, sizeof(pat), "\"%s\": {", section);
-	sec = strstr(r.out, pat);
-	cr_assert_not_null(sec, "no %s in: %s", section, r.out);
-	snprintf(pat, sizeof(pat), "\"%s\": ", key);
-	p = strstr(sec, pat);
-	cr_assert_not_null(p, "no %s.%s in: %s", section, key, r.out);
-	return strtoull(p + strlen(pat), NULL, 10);
+	return test_json_u64(r.out, section, key);
 }
 
 static void boot(const char *mem, const char *pages, const char *policy,

@@ -72,31 +72,12 @@ static void mount_or_skip(void)
 /* A pool file that held a guest's data: every page written with poison. */
 static void make_dirty_pool(uint64_t bytes)
 {
-	int fd = open(pool, O_RDWR | O_CREAT | O_EXCL, 0600);
-	char *p;
-
-	cr_assert_geq(fd, 0, "%s", strerror(errno));
-	cr_assert_eq(ftruncate(fd, (off_t)bytes), 0);
-	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	cr_assert_neq(p, MAP_FAILED, "%s", strerror(errno));
-	memset(p, POISON, bytes);
-	munmap(p, bytes);
-	close(fd);
+	test_poison_file(pool, bytes);
 }
 
 static long pool_find_not_zero(uint64_t bytes)
 {
-	int fd = open(pool, O_RDWR);
-	char *p;
-	long bad;
-
-	cr_assert_geq(fd, 0);
-	p = mmap(NULL, bytes, PROT_READ, MAP_SHARED, fd, 0);
-	cr_assert_neq(p, MAP_FAILED);
-	bad = test_find_not(p, bytes, 0);
-	munmap(p, bytes);
-	close(fd);
-	return bad;
+	return test_file_find_not_zero(pool, bytes);
 }
 
 static void run(const char *const *argv)

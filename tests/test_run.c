@@ -85,13 +85,7 @@ static void reserve_or_skip(uint64_t page, long pages)
 
 static uint64_t field(const char *key)
 {
-	char pat[64];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), "\"%s\": ", key);
-	p = strstr(r.out, pat);
-	cr_assert_not_null(p, "no %s in: %s", key, r.out);
-	return strtoull(p + strlen(pat), NULL, 10);
+	return test_json_u64(r.out, NULL, key);
 }
 
 static void boot_and_check(const char *mem, uint64_t bytes,
@@ -156,20 +150,6 @@ static void mount_or_skip(void)
 	mounted = true;
 }
 
-static void poison_file(const char *path, uint64_t bytes)
-{
-	int fd = open(path, O_RDWR | O_CREAT | O_EXCL, 0600);
-	char *p;
-
-	cr_assert_geq(fd, 0, "%s", strerror(errno));
-	cr_assert_eq(ftruncate(fd, (off_t)bytes), 0);
-	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	cr_assert_neq(p, MAP_FAILED);
-	memset(p, POISON, bytes);
-	munmap(p, bytes);
-	close(fd);
-}
-
 /* The path that maps a reused pool into the guest: poisoned first. */
 Test(run, poisoned_pool_reaches_the_guest_as_zeros)
 {
@@ -179,7 +159,7 @@ Test(run, poisoned_pool_reaches_the_guest_as_zeros)
 	mount_or_skip();
 	reserve_or_skip(SZ_2M, 128);
 	snprintf(pool, sizeof(pool), "%s/pool", mnt);
-	poison_file(pool, 256 * SZ_1M);
+	test_poison_file(pool, 256 * SZ_1M);
 	cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", "256M",
 						     "--pool", pool, "--policy",
 						     "configs/prezero.conf",
@@ -244,7 +224,7 @@ Test(run, guest_reports_stale_data_it_is_given)
 	mount_or_skip();
 	reserve_or_skip(SZ_2M, 128);
 	snprintf(pool, sizeof(pool), "%s/qemu", mnt);
-	poison_file(pool, 256 * SZ_1M);
+	test_poison_file(pool, 256 * SZ_1M);
 	snprintf(opts, sizeof(opts),
 		 "-m 256M -object memory-backend-file,id=m0,size=256M,mem-path=%s,share=on -machine memory-backend=m0",
 		 pool);
