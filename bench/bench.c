@@ -51,7 +51,7 @@ static int cmp_double(const void *a, const void *b)
 }
 
 void bench_progress(struct bench *bn, const char *what, uint64_t extent,
-		     unsigned int rep)
+		    unsigned int rep)
 {
 	char label[16];
 
@@ -71,7 +71,7 @@ static void progress_done(struct bench *bn)
 
 /* Records the median and range of @reps timings of @bytes each. */
 void bench_record(struct bench *bn, const char *method, uint64_t page,
-		   uint64_t extent, uint64_t bytes, double *t)
+		  uint64_t extent, uint64_t bytes, double *t)
 {
 	struct bench_result *r;
 	unsigned int n = bn->o->reps;
@@ -226,7 +226,7 @@ static int bench_backends(struct bench *bn)
 						      bn->region_bytes, ext);
 			}
 			bench_record(bn, method, bn->region_page, ext,
-			       bn->region_bytes, t);
+				     bn->region_bytes, t);
 		}
 	}
 	return 0;
@@ -255,8 +255,8 @@ static double kernel_ref(const struct bench *bn)
 }
 
 static const struct bench_result *find_w(const struct bench *bn,
-					  const char *method, uint64_t page,
-					  uint64_t extent, unsigned int threads)
+					 const char *method, uint64_t page,
+					 uint64_t extent, unsigned int threads)
 {
 	for (unsigned int i = 0; i < bn->nr; i++) {
 		const struct bench_result *r = &bn->res[i];

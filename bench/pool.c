@@ -84,8 +84,8 @@ static int make_dirty(struct zero_mem *m)
 	return 0;
 }
 
-static int populate_rows(struct bench *bn, uint64_t page,
-			 const unsigned int *w, unsigned int nw)
+static int populate_rows(struct bench *bn, uint64_t page, const unsigned int *w,
+			 unsigned int nw)
 {
 	double t[64];
 	int ret = 0;
@@ -119,8 +119,8 @@ static int populate_rows(struct bench *bn, uint64_t page,
 	return ret;
 }
 
-static int prezero_rows(struct bench *bn, uint64_t page,
-			const unsigned int *w, unsigned int nw)
+static int prezero_rows(struct bench *bn, uint64_t page, const unsigned int *w,
+			unsigned int nw)
 {
 	struct zero_prezero_report rep;
 	struct zero_engine *e;
@@ -152,7 +152,8 @@ static int prezero_rows(struct bench *bn, uint64_t page,
 					ret = -EINTR;
 					break;
 				}
-				bench_progress(bn, "pool:prezero", chunk, r + 1);
+				bench_progress(bn, "pool:prezero", chunk,
+					       r + 1);
 				ret = make_dirty(m);
 				if (!ret)
 					ret = zero_engine_prezero(e, &rep);

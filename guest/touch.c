@@ -152,8 +152,8 @@ static void map_ram(uint64_t top)
 			pd[i] = (g * SZ_1G + i * SZ_2M) | 0x83;
 		guest_pdpt[g] = (uint64_t)(uintptr_t)pd | 3;
 	}
-	__asm__ volatile("mov %%cr3, %%rax; mov %%rax, %%cr3" ::: "rax",
-			 "memory");
+	__asm__ volatile("mov %%cr3, %%rax; mov %%rax, %%cr3" ::
+				 : "rax", "memory");
 }
 
 /*
@@ -177,8 +177,12 @@ static void touch(uint64_t from, uint64_t to, struct result *r)
 		for (; a + stride <= b; a += stride) {
 			for (uint64_t k = 0; k < verify; k++) {
 				const volatile uint64_t *l =
-					(const volatile uint64_t *)(uintptr_t)(
-						a + (stride / verify * k & ~63ull));
+					(const volatile uint64_t
+						 *)(uintptr_t)(a +
+							       (stride /
+									verify *
+									k &
+								~63ull));
 
 				for (int w = 0; w < 8; w++) {
 					uint64_t x = l[w];
@@ -249,8 +253,8 @@ void guest_main(const struct hvm_start_info *si, uint32_t cpu)
 	}
 	/* Contiguous shares in stride units; the last takes the rest. */
 	share = ((hi - lo) / stride / nr_cpus) * stride;
-	touch(lo + cpu * share, cpu + 1 == nr_cpus ? hi : lo + (cpu + 1) * share,
-	      me);
+	touch(lo + cpu * share,
+	      cpu + 1 == nr_cpus ? hi : lo + (cpu + 1) * share, me);
 	__atomic_fetch_add(&cpus_done, 1, __ATOMIC_ACQ_REL);
 	if (cpu != 0)
 		return;

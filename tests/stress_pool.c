@@ -73,8 +73,8 @@ static int check(struct zero_mem *m, bool all)
 			       zero_page_state_name(s));
 			return 1;
 		}
-		if (s == ZP_ZERO &&
-		    find_not_zero(zero_mem_guest_page(m, i), m->page_bytes) >= 0) {
+		if (s == ZP_ZERO && find_not_zero(zero_mem_guest_page(m, i),
+						  m->page_bytes) >= 0) {
 			printf("ZERO page %llu holds data\n",
 			       (unsigned long long)i);
 			return 1;
@@ -128,7 +128,8 @@ static int round_once(unsigned int seed0)
 	zero_pool_start(pool, rand_r(&seed) % 2 ? 0 : 256ull << 20,
 			rand_r(&seed) % 2);
 	for (int i = 0; i < 2; i++) {
-		d[i] = (struct demander){ .pool = pool, .mem = m,
+		d[i] = (struct demander){ .pool = pool,
+					  .mem = m,
 					  .seed = seed * 7 + (unsigned)i };
 		pthread_create(&t[i], NULL, demand_thread, &d[i]);
 	}

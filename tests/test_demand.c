@@ -34,7 +34,8 @@ static void setup(void)
 {
 	snprintf(mnt, sizeof(mnt), "/tmp/zvmm-test-demand.%d", (int)getpid());
 	snprintf(pool, sizeof(pool), "%s/pool", mnt);
-	snprintf(state, sizeof(state), "/tmp/zvmm-test-state.%d", (int)getpid());
+	snprintf(state, sizeof(state), "/tmp/zvmm-test-state.%d",
+		 (int)getpid());
 	setenv("ZVMM_STATE_DIR", state, 1);
 }
 
@@ -105,15 +106,14 @@ static void boot(const char *mem, const char *pages, const char *policy,
 
 	snprintf(pol, sizeof(pol), "configs/%s.conf", policy);
 	snprintf(ex, sizeof(ex), "pool.on_exit=%s", on_exit);
-	cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", mem,
-						     "--hugepages", pages,
-						     "--pool", pool, "--policy",
-						     pol, "--set", ex,
-						     "--vcpus", vcpus,
-						     "--cmdline", "verify=4",
-						     "--json", "-", "--quiet",
-						     NULL },
-				   false, 0, 0, &r),
+	cr_assert_eq(test_run_zvmm(
+			     (const char *[]){ "run", "--mem", mem,
+					       "--hugepages", pages, "--pool",
+					       pool, "--policy", pol, "--set",
+					       ex, "--vcpus", vcpus,
+					       "--cmdline", "verify=4",
+					       "--json", "-", "--quiet", NULL },
+			     false, 0, 0, &r),
 		     0);
 }
 
@@ -300,9 +300,8 @@ static void interrupt(int sig, const char *policy, const char *mem,
 	cr_assert_eq(zero_hugetlb_counts(page_sz, &nr, &free_before), 0);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", mem,
-						     "--pool", pool,
-						     "--policy", pol, "--set",
-						     set, "--set",
+						     "--pool", pool, "--policy",
+						     pol, "--set", set, "--set",
 						     "zeroing.workers=1",
 						     "--cmdline", cmdline,
 						     "--quiet", NULL },

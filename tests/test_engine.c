@@ -67,9 +67,11 @@ static struct zero_mem *mem_or_fail(uint64_t bytes, uint64_t page)
 static void poison(struct zero_mem *m)
 {
 	for (uint64_t i = 0; i < m->nr_pages; i++) {
-		cr_assert_eq(zero_page_move(m->pages, i, ZP_FRESH, ZP_MAPPED), 0);
+		cr_assert_eq(zero_page_move(m->pages, i, ZP_FRESH, ZP_MAPPED),
+			     0);
 		memset(zero_mem_guest_page(m, i), POISON, m->page_bytes);
-		cr_assert_eq(zero_page_move(m->pages, i, ZP_MAPPED, ZP_DIRTY), 0);
+		cr_assert_eq(zero_page_move(m->pages, i, ZP_MAPPED, ZP_DIRTY),
+			     0);
 	}
 }
 
@@ -98,8 +100,8 @@ static void assert_all_zero(struct zero_mem *m)
 		long bad = test_find_not(zero_mem_guest_page(m, i),
 					 m->page_bytes, 0);
 
-		cr_assert_eq(zero_page_get(m->pages, i), ZP_ZERO, "page %llu %s",
-			     (unsigned long long)i,
+		cr_assert_eq(zero_page_get(m->pages, i), ZP_ZERO,
+			     "page %llu %s", (unsigned long long)i,
 			     zero_page_state_name(zero_page_get(m->pages, i)));
 		cr_assert_eq(bad, -1, "page %llu byte %ld not zero",
 			     (unsigned long long)i, bad);
@@ -163,8 +165,7 @@ ParameterizedTest(unsigned int *i, engine, prezero_1g_every_backend,
 	prezero_with(*i, SZ_1G, 2 * SZ_1G, SZ_8M);
 }
 
-Test(engine, prezero_populates_fresh_pages, .fini = give_back,
-     .timeout = 60)
+Test(engine, prezero_populates_fresh_pages, .fini = give_back, .timeout = 60)
 {
 	struct zero_prezero_report r;
 	struct zero_engine *e;
@@ -263,8 +264,7 @@ Test(engine, rate_limit_holds_within_10_percent, .fini = give_back,
  * A demand request for the 1 GiB page the rate-limited background is in
  * the middle of joins its remaining chunks, which then go at full speed.
  */
-Test(engine, demand_joins_page_in_progress, .fini = give_back,
-     .timeout = 60)
+Test(engine, demand_joins_page_in_progress, .fini = give_back, .timeout = 60)
 {
 	struct zero_pool_stats s;
 	struct zero_engine *e;

@@ -51,11 +51,12 @@ Test(policy, defaults_are_hybrid_auto)
 
 Test(policy, every_key_good_values)
 {
-	cr_assert_eq(load_text("[zeroing]\nmode = demand\nbackend = clzero\n"
-			       "workers = 12\nchunk = 2M\nrate_limit = 8G ; per s\n"
-			       "[pool]\nfresh = scrub\non_exit = keep\n"
-			       "[numa]\npolicy = bind\nnodes = 0,2-3\n"),
-		     0, "%s", err);
+	cr_assert_eq(
+		load_text("[zeroing]\nmode = demand\nbackend = clzero\n"
+			  "workers = 12\nchunk = 2M\nrate_limit = 8G ; per s\n"
+			  "[pool]\nfresh = scrub\non_exit = keep\n"
+			  "[numa]\npolicy = bind\nnodes = 0,2-3\n"),
+		0, "%s", err);
 	cr_assert_eq(p.mode, ZERO_MODE_DEMAND);
 	cr_assert_str_eq(p.backend, "clzero");
 	cr_assert_eq(p.workers, 12);
@@ -85,7 +86,8 @@ Test(policy, bad_values_name_file_and_line)
 		int line;
 		const char *says;
 	} bad[] = {
-		{ "[zeroing]\nmode = fast\n", 2, "expected prezero, demand or hybrid" },
+		{ "[zeroing]\nmode = fast\n", 2,
+		  "expected prezero, demand or hybrid" },
 		{ "[zeroing]\n\nbackend = warp\n", 3, "bad value 'warp'" },
 		{ "[zeroing]\nworkers = 0\n", 2, "from 1 to 1024" },
 		{ "[zeroing]\nworkers = 1025\n", 2, "from 1 to 1024" },
@@ -97,12 +99,15 @@ Test(policy, bad_values_name_file_and_line)
 		{ "[zeroing]\nchunk = 4097K\n", 2, "multiple of 4 KiB" },
 		{ "[zeroing]\nrate_limit = -1\n", 2, "invalid size '-1'" },
 		{ "[pool]\nfresh = maybe\n", 2, "expected trust or scrub" },
-		{ "[pool]\non_exit = burn\n", 2, "expected release, keep or scrub" },
-		{ "[numa]\npolicy = near\n", 2, "expected local, interleave or bind" },
+		{ "[pool]\non_exit = burn\n", 2,
+		  "expected release, keep or scrub" },
+		{ "[numa]\npolicy = near\n", 2,
+		  "expected local, interleave or bind" },
 		{ "[numa]\nnodes = 3-1\n", 2, "ranges ascending" },
 		{ "[numa]\nnodes = 64\n", 2, "nodes are 0 to 63" },
 		{ "[numa]\nnodes = 0,,1\n", 2, "expected 'all'" },
-		{ "[zeroing]\nmode = demand\nspeed = 11\n", 3, "unknown key 'speed' in [zeroing]" },
+		{ "[zeroing]\nmode = demand\nspeed = 11\n", 3,
+		  "unknown key 'speed' in [zeroing]" },
 		{ "[pool]\nsize = 1G\n", 2, "unknown key 'size' in [pool]" },
 		{ "[numa]\nzone = 1\n", 2, "unknown key 'zone' in [numa]" },
 		{ "[turbo]\nmode = demand\n", 2, "unknown section [turbo]" },
@@ -114,7 +119,8 @@ Test(policy, bad_values_name_file_and_line)
 		char want[96];
 
 		zero_policy_defaults(&p);
-		cr_assert_eq(load_text(bad[i].text), -EINVAL, "%s", bad[i].text);
+		cr_assert_eq(load_text(bad[i].text), -EINVAL, "%s",
+			     bad[i].text);
 		snprintf(want, sizeof(want), "%s:%d: ", path, bad[i].line);
 		cr_assert(strstr(err, want) == err, "want '%s', got '%s'", want,
 			  err);
@@ -186,7 +192,8 @@ Test(policy, shipped_configs_load)
 	for (unsigned int i = 0; i < 3; i++) {
 		zero_policy_defaults(&p);
 		p.mode = (enum zero_mode)((cfg[i].mode + 1) % 3);
-		cr_assert_eq(zero_policy_load(&p, cfg[i].file, err, sizeof(err)),
+		cr_assert_eq(zero_policy_load(&p, cfg[i].file, err,
+					      sizeof(err)),
 			     0, "%s", err);
 		cr_assert_eq(p.mode, cfg[i].mode, "%s", cfg[i].file);
 	}
@@ -197,9 +204,11 @@ Test(policy, print_round_trips)
 	struct zero_policy q;
 	FILE *f;
 
-	cr_assert_eq(load_text("[zeroing]\nmode = demand\nchunk = 8M\n"
-			       "rate_limit = 4G\nworkers = 3\n[numa]\nnodes = 1-2\n"),
-		     0, "%s", err);
+	cr_assert_eq(
+		load_text(
+			"[zeroing]\nmode = demand\nchunk = 8M\n"
+			"rate_limit = 4G\nworkers = 3\n[numa]\nnodes = 1-2\n"),
+		0, "%s", err);
 	f = fopen(path, "w");
 	zero_policy_print(&p, f);
 	fclose(f);

@@ -26,7 +26,8 @@ static struct test_run r;
 
 static void setup(void)
 {
-	snprintf(mnt, sizeof(mnt), "/tmp/zvmm-test-hugetlbfs.%d", (int)getpid());
+	snprintf(mnt, sizeof(mnt), "/tmp/zvmm-test-hugetlbfs.%d",
+		 (int)getpid());
 	snprintf(pool, sizeof(pool), "%s/pool", mnt);
 	snprintf(conf, sizeof(conf), "/tmp/zvmm-test-prezero.%d.conf",
 		 (int)getpid());
@@ -42,8 +43,9 @@ static void teardown(void)
 		umount(mnt);
 	rmdir(mnt);
 	if (free_before >= 0 && !zero_hugetlb_counts(SZ_2M, &nr, &nfree))
-		cr_expect_eq(nfree, free_before, "free 2 MiB pages %ld, were %ld",
-			     nfree, free_before);
+		cr_expect_eq(nfree, free_before,
+			     "free 2 MiB pages %ld, were %ld", nfree,
+			     free_before);
 	zero_hugetlb_release(&resv);
 }
 
@@ -129,8 +131,8 @@ Test(prezero, pool_with_another_size_is_refused)
 	run((const char *[]){ "prezero", "--mem", "16M", "--pool", pool,
 			      NULL });
 	cr_assert_eq(r.status, 2, "%s", r.out);
-	cr_assert(strstr(r.out, "holds 8 MiB, but 16 MiB was asked for"),
-		  "%s", r.out);
+	cr_assert(strstr(r.out, "holds 8 MiB, but 16 MiB was asked for"), "%s",
+		  r.out);
 }
 
 Test(prezero, pool_off_hugetlbfs_is_refused)

@@ -88,16 +88,15 @@ static uint64_t field(const char *key)
 	return test_json_u64(r.out, NULL, key);
 }
 
-static void boot_and_check(const char *mem, uint64_t bytes,
-			   const char *pages, const char *vcpus)
+static void boot_and_check(const char *mem, uint64_t bytes, const char *pages,
+			   const char *vcpus)
 {
-	cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", mem,
-						     "--hugepages", pages,
-						     "--vcpus", vcpus,
-						     "--cmdline", "verify=8",
-						     "--json", "-", "--quiet",
-						     NULL },
-				   false, 0, 0, &r),
+	cr_assert_eq(test_run_zvmm(
+			     (const char *[]){ "run", "--mem", mem,
+					       "--hugepages", pages, "--vcpus",
+					       vcpus, "--cmdline", "verify=8",
+					       "--json", "-", "--quiet", NULL },
+			     false, 0, 0, &r),
 		     0);
 	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
 	cr_assert_eq(field("exit_code"), 0);
@@ -160,14 +159,13 @@ Test(run, poisoned_pool_reaches_the_guest_as_zeros)
 	reserve_or_skip(SZ_2M, 128);
 	snprintf(pool, sizeof(pool), "%s/pool", mnt);
 	test_poison_file(pool, 256 * SZ_1M);
-	cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", "256M",
-						     "--pool", pool, "--policy",
-						     "configs/prezero.conf",
-						     "--cmdline",
-						     "verify=64 stride=2M",
-						     "--json", "-", "--quiet",
-						     NULL },
-				   false, 0, 0, &r),
+	cr_assert_eq(test_run_zvmm(
+			     (const char *[]){
+				     "run", "--mem", "256M", "--pool", pool,
+				     "--policy", "configs/prezero.conf",
+				     "--cmdline", "verify=64 stride=2M",
+				     "--json", "-", "--quiet", NULL },
+			     false, 0, 0, &r),
 		     0);
 	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
 	cr_assert(strstr(r.out, "\"scrub_bytes\": 268435456"), "%s", r.out);
@@ -189,9 +187,10 @@ static int qemu(const char *mem_opts, const char *append)
 
 	snprintf(elf, sizeof(elf), "%s", test_zvmm_bin());
 	*strrchr(elf, '/') = '\0';
-	snprintf(cmd, sizeof(cmd),
-		 "timeout 120 qemu-system-x86_64 -M microvm,x-option-roms=off -cpu qemu64 -accel kvm -accel tcg %s -nodefaults -nographic -serial stdio -device isa-debug-exit,iobase=0xf4,iosize=0x04 -kernel %s/guest/touch.elf -append '%s' 2>&1",
-		 mem_opts, elf, append);
+	snprintf(
+		cmd, sizeof(cmd),
+		"timeout 120 qemu-system-x86_64 -M microvm,x-option-roms=off -cpu qemu64 -accel kvm -accel tcg %s -nodefaults -nographic -serial stdio -device isa-debug-exit,iobase=0xf4,iosize=0x04 -kernel %s/guest/touch.elf -append '%s' 2>&1",
+		mem_opts, elf, append);
 	p = popen(cmd, "r");
 	cr_assert_not_null(p);
 	r.out_len = fread(r.out, 1, sizeof(r.out) - 1, p);
@@ -205,7 +204,8 @@ Test(run, touch_elf_boots_under_qemu)
 	int st;
 
 	if (!have_qemu())
-		cr_skip_test("qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)");
+		cr_skip_test(
+			"qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)");
 	st = qemu("-m 256M", "stride=2M verify=4");
 	/* isa-debug-exit: QEMU exits (V << 1) | 1 for the guest's V = 0. */
 	cr_assert_eq(st, 1, "qemu status %d: %s", st, r.out);
@@ -225,9 +225,10 @@ Test(run, guest_reports_stale_data_it_is_given)
 	reserve_or_skip(SZ_2M, 128);
 	snprintf(pool, sizeof(pool), "%s/qemu", mnt);
 	test_poison_file(pool, 256 * SZ_1M);
-	snprintf(opts, sizeof(opts),
-		 "-m 256M -object memory-backend-file,id=m0,size=256M,mem-path=%s,share=on -machine memory-backend=m0",
-		 pool);
+	snprintf(
+		opts, sizeof(opts),
+		"-m 256M -object memory-backend-file,id=m0,size=256M,mem-path=%s,share=on -machine memory-backend=m0",
+		pool);
 	st = qemu(opts, "stride=2M verify=1");
 	cr_assert_eq(st, (10 << 1) | 1, "qemu status %d: %s", st, r.out);
 	cr_assert(strstr(r.out, "ZVMM-REPORT"), "%s", r.out);
@@ -325,7 +326,8 @@ Test(run, too_few_hugepages_is_exit_3_before_allocating)
 	if (zero_hugetlb_counts(SZ_1G, &nr, &nfree))
 		cr_skip_test("no 1 GiB hugetlb pool");
 	cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", "64G",
-						     "--hugepages", "1G", NULL },
+						     "--hugepages", "1G",
+						     NULL },
 				   false, 0, 0, &r),
 		     0);
 	cr_assert_eq(r.status, 3, "%s", r.out);
@@ -335,9 +337,10 @@ Test(run, too_few_hugepages_is_exit_3_before_allocating)
 	cr_assert_eq(nr2, nr);
 	cr_assert_eq(free2, nfree);
 	if (nfree < 2) {
-		cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", "2G",
-							     "--hugepages", "1G",
-							     NULL },
+		cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem",
+							     "2G",
+							     "--hugepages",
+							     "1G", NULL },
 					   false, 0, 0, &r),
 			     0);
 		cr_assert_eq(r.status, 3, "%s", r.out);
@@ -348,7 +351,8 @@ Test(run, too_few_hugepages_is_exit_3_before_allocating)
 Test(run, mem_not_whole_pages)
 {
 	cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", "1536M",
-						     "--hugepages", "1G", NULL },
+						     "--hugepages", "1G",
+						     NULL },
 				   false, 0, 0, &r),
 		     0);
 	cr_assert_eq(r.status, 2, "%s", r.out);
@@ -360,8 +364,8 @@ Test(run, missing_kvm_device_is_reported)
 {
 	reserve_or_skip(SZ_2M, 32);
 	cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", "64M",
-						     "--kvm", "/nonexistent/kvm",
-						     NULL },
+						     "--kvm",
+						     "/nonexistent/kvm", NULL },
 				   false, 0, 0, &r),
 		     0);
 	cr_assert_eq(r.status, 3, "%s", r.out);
@@ -374,12 +378,12 @@ Test(run, triple_fault_is_exit_4_with_registers)
 {
 	need_kvm();
 	reserve_or_skip(SZ_2M, 32);
-	cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", "64M",
-						     "--cmdline", "fault=triple",
-						     "--verbose", "--quiet",
-						     NULL },
-				   false, 0, 0, &r),
-		     0);
+	cr_assert_eq(
+		test_run_zvmm((const char *[]){ "run", "--mem", "64M",
+						"--cmdline", "fault=triple",
+						"--verbose", "--quiet", NULL },
+			      false, 0, 0, &r),
+		0);
 	cr_assert_eq(r.status, 4, "%s", r.out);
 	/*
 	 * KVM reports KVM_EXIT_SHUTDOWN; PVM's instruction emulator (our

@@ -33,7 +33,7 @@ static void distances(void)
 	for (unsigned int a = 0; a < t.nr_nodes; a++)
 		for (unsigned int b = 0; b < t.nr_nodes; b++)
 			t.distance[a][b] = a == b ? 10 :
-					   (a / 2 == b / 2 ? 16 : 32);
+						    (a / 2 == b / 2 ? 16 : 32);
 }
 
 static void setup(void)

@@ -88,4 +88,3 @@ int cmd_bench(int argc, char **argv)
 	}
 	return cli_exit_status(bench_run(&o));
 }
-

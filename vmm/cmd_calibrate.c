@@ -128,4 +128,3 @@ int cmd_calibrate(int argc, char **argv)
 		pr_info("profile written to %s", out);
 	return 0;
 }
-

@@ -199,8 +199,7 @@ static int read_guest(const char *path, unsigned char **buf, size_t *size)
 
 	if (fd < 0)
 		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    st.st_size > (1 << 30)) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > (1 << 30)) {
 		close(fd);
 		return -EINVAL;
 	}
@@ -271,10 +270,10 @@ static void write_json(struct run_state *s, FILE *f, int exit_code)
 	uint64_t work = s->st1.scrub_bytes + s->st1.populate_bytes -
 			s->st0.scrub_bytes - s->st0.populate_bytes;
 	uint64_t bg_bytes = work - demand_bytes;
-	double bg_seconds = s->pol.mode == ZERO_MODE_HYBRID ? s->st1.bg_seconds :
-							       0;
-	static const char *const keys[] = { "touched_bytes", "verified_bytes",
-					    "nonzero_bytes", "stride",
+	double bg_seconds =
+		s->pol.mode == ZERO_MODE_HYBRID ? s->st1.bg_seconds : 0;
+	static const char *const keys[] = { "touched_bytes",  "verified_bytes",
+					    "nonzero_bytes",  "stride",
 					    "reserved_bytes", "tsc_cycles" };
 	uint64_t v;
 
@@ -289,11 +288,13 @@ static void write_json(struct run_state *s, FILE *f, int exit_code)
 		"  \"guest\": { \"exit_code\": %d, \"report\": %s",
 		(unsigned long long)s->mem->bytes,
 		(unsigned long long)s->mem->page_bytes, s->vm->nr_vcpus,
-		zero_mode_name(s->pol.mode), zero_engine_backend_name(s->engine),
-		s->engine->plan.nr_workers, (unsigned long long)s->engine->chunk,
+		zero_mode_name(s->pol.mode),
+		zero_engine_backend_name(s->engine), s->engine->plan.nr_workers,
+		(unsigned long long)s->engine->chunk,
 		(s->t_ready - zvmm_start_time) * 1e3,
 		(unsigned long long)(s->pz.scrub_bytes + s->pz.populate_bytes),
-		s->pz.seconds, s->pz.gbps, (unsigned long long)s->pz.scrub_bytes,
+		s->pz.seconds, s->pz.gbps,
+		(unsigned long long)s->pz.scrub_bytes,
 		(unsigned long long)s->pz.populate_bytes,
 		(unsigned long long)s->faults.faults,
 		(unsigned long long)s->faults.pages,
@@ -337,7 +338,8 @@ static void summary(struct run_state *s, int exit_code)
 		return;
 	if (s->dev.have_report) {
 		(void)!vmm_report_u64(s->dev.report, "touched_bytes", &touched);
-		(void)!vmm_report_u64(s->dev.report, "verified_bytes", &verified);
+		(void)!vmm_report_u64(s->dev.report, "verified_bytes",
+				      &verified);
 		(void)!vmm_report_u64(s->dev.report, "nonzero_bytes", &nonzero);
 	}
 	fprintf(s->out,
@@ -357,7 +359,8 @@ static void summary(struct run_state *s, int exit_code)
 			(s->dev.report_time - s->dev.touch_start) * 1e3,
 			exit_code);
 	else
-		fprintf(s->out, "zvmm: guest exit code %d (no ZVMM-REPORT line)\n",
+		fprintf(s->out,
+			"zvmm: guest exit code %d (no ZVMM-REPORT line)\n",
 			exit_code);
 }
 
@@ -375,12 +378,14 @@ static int prepare(struct run_state *s)
 		ret = read_guest(o->guest, &s->image, &s->image_size);
 		if (ret) {
 			pr_err("cannot read --guest %s: %s", o->guest,
-			       ret == -EINVAL ? "not a regular file under 1 GiB" :
-						strerror(-ret));
+			       ret == -EINVAL ?
+				       "not a regular file under 1 GiB" :
+				       strerror(-ret));
 			return -EINVAL;
 		}
 	} else {
-		s->image_size = (size_t)(zvmm_guest_image_end - zvmm_guest_image);
+		s->image_size =
+			(size_t)(zvmm_guest_image_end - zvmm_guest_image);
 		s->image = malloc(s->image_size);
 		if (!s->image)
 			return -ENOMEM;
@@ -393,7 +398,8 @@ static int prepare(struct run_state *s)
 		return -EINVAL;
 	}
 	s->boot_end = info.hi > VMM_BOOT_END ? info.hi : VMM_BOOT_END;
-	snprintf(s->cmdline, sizeof(s->cmdline), "%s%s", o->cmdline ? o->cmdline : "",
+	snprintf(s->cmdline, sizeof(s->cmdline), "%s%s",
+		 o->cmdline ? o->cmdline : "",
 		 o->cmdline && *o->cmdline ? " " : "");
 	if (!o->cmdline || !strstr(o->cmdline, "vcpus="))
 		snprintf(s->cmdline + strlen(s->cmdline),
@@ -483,8 +489,12 @@ static bool pool_samples_zero(const struct zero_mem *m)
 		const char *p = zero_mem_alias_page(m, i);
 
 		for (uint64_t k = 0; k < 4; k++) {
-			const uint64_t *l = (const uint64_t *)(const void *)(
-				p + ((m->page_bytes - 64) / 3 * k & ~63ull));
+			const uint64_t *l =
+				(const uint64_t
+					 *)(const void *)(p + ((m->page_bytes -
+								64) / 3 *
+								       k &
+							       ~63ull));
 
 			for (int w = 0; w < 8; w++)
 				if (l[w])
@@ -509,7 +519,8 @@ static int take_record(struct run_state *s)
 		return 0;
 	ret = zero_record_take(s->mem, &clean, why, sizeof(why));
 	if (ret) {
-		pr_err("cannot read the pool's state record: %s", strerror(-ret));
+		pr_err("cannot read the pool's state record: %s",
+		       strerror(-ret));
 		return ret;
 	}
 	/*
@@ -519,8 +530,9 @@ static int take_record(struct run_state *s)
 	 */
 	if (clean && !s->mem->created && !pool_samples_zero(s->mem)) {
 		clean = false;
-		snprintf(why, sizeof(why),
-			 "the pool's state record is valid but the pool holds data written since");
+		snprintf(
+			why, sizeof(why),
+			"the pool's state record is valid but the pool holds data written since");
 	}
 	if (clean && !s->mem->created) {
 		zero_pages_reset(s->mem->pages, ZP_ZERO);
@@ -727,8 +739,8 @@ int cmd_run(int argc, char **argv)
 				     &info, err, sizeof(err));
 		ret = vmm_vcpus_reset_pvh(s->vm, info.entry, VMM_BOOT_START);
 		if (ret)
-			snprintf(err, sizeof(err), "cannot set up the vCPUs: %s",
-				 strerror(-ret));
+			snprintf(err, sizeof(err),
+				 "cannot set up the vCPUs: %s", strerror(-ret));
 	}
 	if (!ret && s->pol.mode != ZERO_MODE_PREZERO) {
 		/* Every page not mapped by now faults to us. */

@@ -57,8 +57,8 @@ static void serial_out(struct vmm_devices *d, uint8_t c)
 	pthread_mutex_unlock(&d->lock);
 }
 
-void vmm_devices_pio(struct vmm_vcpu *c, uint16_t port, bool out,
-		     uint8_t *data, unsigned int size)
+void vmm_devices_pio(struct vmm_vcpu *c, uint16_t port, bool out, uint8_t *data,
+		     unsigned int size)
 {
 	struct vmm_devices *d = c->vm->io.arg;
 	uint32_t v = 0;

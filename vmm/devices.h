@@ -37,8 +37,8 @@ void vmm_devices_init(struct vmm_devices *d, struct vmm_vm *vm, FILE *serial);
 void vmm_devices_fini(struct vmm_devices *d);
 
 /* The vmm_io_ops.pio handler; @c->vm->io.arg is the vmm_devices. */
-void vmm_devices_pio(struct vmm_vcpu *c, uint16_t port, bool out,
-		     uint8_t *data, unsigned int size);
+void vmm_devices_pio(struct vmm_vcpu *c, uint16_t port, bool out, uint8_t *data,
+		     unsigned int size);
 
 /* A number field of the guest's report; -ENOENT when it is absent. */
 int vmm_report_u64(const char *json, const char *key, uint64_t *v)

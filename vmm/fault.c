@@ -41,22 +41,25 @@ int vmm_faults_open(struct vmm_faults *f, struct zero_mem *mem,
 	f->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (f->uffd < 0) {
 		ret = -errno;
-		snprintf(err, len,
-			 "userfaultfd: %s (demand zeroing needs root, or sysctl vm.unprivileged_userfaultfd=1)",
-			 strerror(-ret));
+		snprintf(
+			err, len,
+			"userfaultfd: %s (demand zeroing needs root, or sysctl vm.unprivileged_userfaultfd=1)",
+			strerror(-ret));
 		goto fail;
 	}
 	if (ioctl(f->uffd, UFFDIO_API, &api) ||
 	    !(api.features & UFFD_FEATURE_MINOR_HUGETLBFS)) {
 		ret = -EOPNOTSUPP;
-		snprintf(err, len,
-			 "this kernel's userfaultfd lacks minor faults on hugetlbfs (UFFD_FEATURE_MINOR_HUGETLBFS, Linux 5.13+): use the prezero policy");
+		snprintf(
+			err, len,
+			"this kernel's userfaultfd lacks minor faults on hugetlbfs (UFFD_FEATURE_MINOR_HUGETLBFS, Linux 5.13+): use the prezero policy");
 		goto fail;
 	}
 	if (ioctl(f->uffd, UFFDIO_REGISTER, &reg) ||
 	    !(reg.ioctls & (1ull << _UFFDIO_CONTINUE))) {
 		ret = -errno ? -errno : -EOPNOTSUPP;
-		snprintf(err, len, "cannot register guest memory with userfaultfd: %s",
+		snprintf(err, len,
+			 "cannot register guest memory with userfaultfd: %s",
 			 strerror(-ret));
 		goto fail;
 	}
@@ -98,7 +101,8 @@ static int map_page(struct vmm_faults *f, uint64_t page)
 {
 	struct zero_mem *m = f->mem;
 	struct uffdio_continue c = {
-		.range = { .start = (uint64_t)(uintptr_t)zero_mem_guest_page(m, page),
+		.range = { .start = (uint64_t)(uintptr_t)zero_mem_guest_page(
+				   m, page),
 			   .len = m->page_bytes },
 	};
 	int ret;
@@ -175,7 +179,8 @@ int vmm_faults_read(struct vmm_faults *f)
 				return ret;
 			if (ret) {
 				pr_err("serving a guest fault at 0x%llx failed: %s",
-				       (unsigned long long)addr, strerror(-ret));
+				       (unsigned long long)addr,
+				       strerror(-ret));
 				return ret;
 			}
 		}

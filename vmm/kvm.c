@@ -23,8 +23,8 @@ static void kick_handler(int sig)
 	(void)sig;
 }
 
-static int check_cap(struct vmm_vm *vm, long cap, const char *name,
-		     char *err, size_t len)
+static int check_cap(struct vmm_vm *vm, long cap, const char *name, char *err,
+		     size_t len)
 {
 	if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, cap) > 0)
 		return 0;
@@ -74,7 +74,7 @@ static int add_slot(struct vmm_vm *vm, uint32_t slot, uint64_t gpa,
 	};
 
 	return ioctl(vm->vm_fd, KVM_SET_USER_MEMORY_REGION, &r) < 0 ? -errno :
-								       0;
+								      0;
 }
 
 int vmm_vm_create(const char *dev, struct zero_mem *mem, unsigned int nr_vcpus,
@@ -110,20 +110,23 @@ int vmm_vm_create(const char *dev, struct zero_mem *mem, unsigned int nr_vcpus,
 	if (vm->kvm_fd < 0) {
 		ret = -errno;
 		if (ret == -ENOENT)
-			snprintf(err, len,
-				 "%s does not exist: the kernel needs KVM (CONFIG_KVM and kvm_intel or kvm_amd loaded), or run zvmm where virtualization is available",
-				 dev);
+			snprintf(
+				err, len,
+				"%s does not exist: the kernel needs KVM (CONFIG_KVM and kvm_intel or kvm_amd loaded), or run zvmm where virtualization is available",
+				dev);
 		else
-			snprintf(err, len,
-				 "cannot open %s: %s (run as root or join the kvm group)",
-				 dev, strerror(-ret));
+			snprintf(
+				err, len,
+				"cannot open %s: %s (run as root or join the kvm group)",
+				dev, strerror(-ret));
 		goto fail;
 	}
 	version = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);
 	if (version != KVM_API_VERSION) {
-		snprintf(err, len,
-			 "%s speaks KVM API %d, zvmm needs %d: is it a KVM device?",
-			 dev, version, KVM_API_VERSION);
+		snprintf(
+			err, len,
+			"%s speaks KVM API %d, zvmm needs %d: is it a KVM device?",
+			dev, version, KVM_API_VERSION);
 		ret = -ENODEV;
 		goto fail;
 	}
@@ -138,7 +141,8 @@ int vmm_vm_create(const char *dev, struct zero_mem *mem, unsigned int nr_vcpus,
 	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
 	if (vm->vm_fd < 0 || vm->run_size <= 0) {
 		ret = -errno;
-		snprintf(err, len, "cannot create a KVM VM: %s", strerror(-ret));
+		snprintf(err, len, "cannot create a KVM VM: %s",
+			 strerror(-ret));
 		goto fail;
 	}
 	/* Intel needs three pages for its real-mode TSS: in the hole. */
@@ -146,7 +150,7 @@ int vmm_vm_create(const char *dev, struct zero_mem *mem, unsigned int nr_vcpus,
 		ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, 0xfffbd000UL);
 
 	vm->low_bytes = mem->bytes < VMM_LOW_RAM_END ? mem->bytes :
-						      VMM_LOW_RAM_END;
+						       VMM_LOW_RAM_END;
 	vm->high_bytes = mem->bytes - vm->low_bytes;
 	ret = add_slot(vm, 0, 0, vm->low_bytes, mem->guest);
 	if (!ret && vm->high_bytes)
@@ -234,8 +238,16 @@ int64_t vmm_gpa_to_offset(const struct vmm_vm *vm, uint64_t gpa, uint64_t len)
 static void flat(struct kvm_segment *s, uint16_t sel, uint8_t type)
 {
 	*s = (struct kvm_segment){
-		.base = 0, .limit = 0xffffffff, .selector = sel, .type = type,
-		.present = 1, .dpl = 0, .db = 1, .s = 1, .l = 0, .g = 1,
+		.base = 0,
+		.limit = 0xffffffff,
+		.selector = sel,
+		.type = type,
+		.present = 1,
+		.dpl = 0,
+		.db = 1,
+		.s = 1,
+		.l = 0,
+		.g = 1,
 	};
 }
 
@@ -251,9 +263,11 @@ int vmm_vcpus_reset_pvh(struct vmm_vm *vm, uint32_t entry, uint32_t start_info)
 		flat(&sr.cs, 0x10, 0xb); /* code, execute/read, accessed */
 		flat(&sr.ds, 0x18, 0x3); /* data, read/write, accessed */
 		sr.es = sr.fs = sr.gs = sr.ss = sr.ds;
-		sr.tr = (struct kvm_segment){ .limit = 0x67, .type = 0xb,
+		sr.tr = (struct kvm_segment){ .limit = 0x67,
+					      .type = 0xb,
 					      .present = 1 };
-		sr.ldt = (struct kvm_segment){ .limit = 0xffff, .type = 0x2,
+		sr.ldt = (struct kvm_segment){ .limit = 0xffff,
+					       .type = 0x2,
 					       .present = 1 };
 		sr.cr0 = 0x11; /* PE, ET; paging off */
 		sr.cr4 = 0;
@@ -356,37 +370,42 @@ static void *vcpu_thread(void *arg)
 			__atomic_fetch_add(&vm->mmio_exits, 1,
 					   __ATOMIC_RELAXED);
 			if (!run->mmio.is_write)
-				memset(run->mmio.data, 0xff, sizeof(run->mmio.data));
+				memset(run->mmio.data, 0xff,
+				       sizeof(run->mmio.data));
 			break;
 		case KVM_EXIT_HLT:
 			if (c->index == 0)
-				vmm_vm_request_stop(vm, VMM_STOP_HALTED, 0,
-						    "vCPU 0 halted without writing an exit code to port 0xf4");
+				vmm_vm_request_stop(
+					vm, VMM_STOP_HALTED, 0,
+					"vCPU 0 halted without writing an exit code to port 0xf4");
 			else
 				goto out; /* an AP that is done */
 			break;
 		case KVM_EXIT_SHUTDOWN:
-			snprintf(msg, sizeof(msg),
-				 "guest crashed: vCPU %u triple-faulted (KVM_EXIT_SHUTDOWN)",
-				 c->index);
+			snprintf(
+				msg, sizeof(msg),
+				"guest crashed: vCPU %u triple-faulted (KVM_EXIT_SHUTDOWN)",
+				c->index);
 			if (vm->verbose)
 				dump_regs(c);
 			vmm_vm_request_stop(vm, VMM_STOP_SHUTDOWN, 0, msg);
 			break;
 		case KVM_EXIT_INTERNAL_ERROR:
-			snprintf(msg, sizeof(msg),
-				 "guest crashed: KVM internal error %u on vCPU %u (emulation failure)",
-				 run->internal.suberror, c->index);
+			snprintf(
+				msg, sizeof(msg),
+				"guest crashed: KVM internal error %u on vCPU %u (emulation failure)",
+				run->internal.suberror, c->index);
 			if (vm->verbose)
 				dump_regs(c);
 			vmm_vm_request_stop(vm, VMM_STOP_INTERNAL, 0, msg);
 			break;
 		case KVM_EXIT_FAIL_ENTRY:
-			snprintf(msg, sizeof(msg),
-				 "vCPU %u could not enter the guest: hardware reason 0x%llx",
-				 c->index,
-				 (unsigned long long)run->fail_entry
-					 .hardware_entry_failure_reason);
+			snprintf(
+				msg, sizeof(msg),
+				"vCPU %u could not enter the guest: hardware reason 0x%llx",
+				c->index,
+				(unsigned long long)run->fail_entry
+					.hardware_entry_failure_reason);
 			if (vm->verbose)
 				dump_regs(c);
 			vmm_vm_request_stop(vm, VMM_STOP_INTERNAL, 0, msg);
@@ -443,8 +462,7 @@ int vmm_vm_start(struct vmm_vm *vm)
 	return ret;
 }
 
-enum vmm_stop vmm_vm_wait(struct vmm_vm *vm, void (*idle)(void *arg),
-			  void *arg)
+enum vmm_stop vmm_vm_wait(struct vmm_vm *vm, void (*idle)(void *arg), void *arg)
 {
 	enum vmm_stop why;
 

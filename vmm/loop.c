@@ -41,8 +41,8 @@ static void stop_all(struct vmm_loop *l, int sig)
 		l->sig = sig;
 	if (l->engine)
 		zero_engine_cancel(l->engine);
-	vmm_vm_request_stop(l->vm, sig ? VMM_STOP_CANCELLED : VMM_STOP_ERROR,
-			    0, sig ? "interrupted" : "the event loop failed");
+	vmm_vm_request_stop(l->vm, sig ? VMM_STOP_CANCELLED : VMM_STOP_ERROR, 0,
+			    sig ? "interrupted" : "the event loop failed");
 }
 
 int vmm_loop_run(struct vmm_loop *l)

@@ -35,9 +35,10 @@ static int get_phdr(const unsigned char *elf, size_t size, bool is64,
 	}
 	off += i * entsize;
 	if (off + entsize > size || off + entsize < off) {
-		snprintf(err, len,
-			 "truncated ELF: program header %u lies past the end of the file (%zu bytes)",
-			 i, size);
+		snprintf(
+			err, len,
+			"truncated ELF: program header %u lies past the end of the file (%zu bytes)",
+			i, size);
 		return -EINVAL;
 	}
 	if (is64) {
@@ -124,17 +125,20 @@ int vmm_pvh_check(const void *image, size_t size, uint64_t ram,
 		return -EINVAL;
 	}
 	if (elf[EI_CLASS] != ELFCLASS32 && elf[EI_CLASS] != ELFCLASS64) {
-		snprintf(err, len, "unknown ELF class %u: expected 32- or 64-bit",
+		snprintf(err, len,
+			 "unknown ELF class %u: expected 32- or 64-bit",
 			 elf[EI_CLASS]);
 		return -EINVAL;
 	}
 	is64 = elf[EI_CLASS] == ELFCLASS64;
 	if (elf[EI_DATA] != ELFDATA2LSB) {
-		snprintf(err, len, "big-endian ELF: an x86 guest is little-endian");
+		snprintf(err, len,
+			 "big-endian ELF: an x86 guest is little-endian");
 		return -EINVAL;
 	}
 	if (size < (is64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr))) {
-		snprintf(err, len, "truncated ELF: %zu bytes, shorter than its header",
+		snprintf(err, len,
+			 "truncated ELF: %zu bytes, shorter than its header",
 			 size);
 		return -EINVAL;
 	}
@@ -150,13 +154,15 @@ int vmm_pvh_check(const void *image, size_t size, uint64_t ram,
 		phnum = eh->e_phnum;
 	}
 	if (machine != (is64 ? EM_X86_64 : EM_386)) {
-		snprintf(err, len,
-			 "ELF for machine %u, not x86 (%s): zvmm boots x86 PVH guests",
-			 machine, is64 ? "EM_X86_64 = 62" : "EM_386 = 3");
+		snprintf(
+			err, len,
+			"ELF for machine %u, not x86 (%s): zvmm boots x86 PVH guests",
+			machine, is64 ? "EM_X86_64 = 62" : "EM_386 = 3");
 		return -EINVAL;
 	}
 	if (!phnum) {
-		snprintf(err, len, "ELF has no program headers: nothing to load");
+		snprintf(err, len,
+			 "ELF has no program headers: nothing to load");
 		return -EINVAL;
 	}
 	for (unsigned int i = 0; i < phnum; i++) {
@@ -165,11 +171,13 @@ int vmm_pvh_check(const void *image, size_t size, uint64_t ram,
 			return ret;
 		if (p.type != PT_LOAD && p.type != PT_NOTE)
 			continue;
-		if (p.offset + p.filesz > size || p.offset + p.filesz < p.offset) {
-			snprintf(err, len,
-				 "truncated ELF: segment %u needs bytes up to %llu, the file has %zu",
-				 i, (unsigned long long)(p.offset + p.filesz),
-				 size);
+		if (p.offset + p.filesz > size ||
+		    p.offset + p.filesz < p.offset) {
+			snprintf(
+				err, len,
+				"truncated ELF: segment %u needs bytes up to %llu, the file has %zu",
+				i, (unsigned long long)(p.offset + p.filesz),
+				size);
 			return -EINVAL;
 		}
 		if (p.type == PT_NOTE) {
@@ -177,25 +185,28 @@ int vmm_pvh_check(const void *image, size_t size, uint64_t ram,
 			continue;
 		}
 		if (p.filesz > p.memsz) {
-			snprintf(err, len,
-				 "malformed ELF: segment %u has more file bytes than memory bytes",
-				 i);
+			snprintf(
+				err, len,
+				"malformed ELF: segment %u has more file bytes than memory bytes",
+				i);
 			return -EINVAL;
 		}
 		if (!p.memsz)
 			continue;
 		if (!in_ram(ram, p.paddr, p.memsz)) {
-			snprintf(err, len,
-				 "ELF segment %u at 0x%llx-0x%llx lies outside guest RAM: give more --mem or link the guest lower",
-				 i, (unsigned long long)p.paddr,
-				 (unsigned long long)(p.paddr + p.memsz));
+			snprintf(
+				err, len,
+				"ELF segment %u at 0x%llx-0x%llx lies outside guest RAM: give more --mem or link the guest lower",
+				i, (unsigned long long)p.paddr,
+				(unsigned long long)(p.paddr + p.memsz));
 			return -EINVAL;
 		}
 		if (p.paddr < VMM_BOOT_END) {
-			snprintf(err, len,
-				 "ELF segment %u at 0x%llx overlaps the boot structures at 0x%x-0x%x: link the guest at 1 MiB",
-				 i, (unsigned long long)p.paddr, VMM_BOOT_START,
-				 VMM_BOOT_END);
+			snprintf(
+				err, len,
+				"ELF segment %u at 0x%llx overlaps the boot structures at 0x%x-0x%x: link the guest at 1 MiB",
+				i, (unsigned long long)p.paddr, VMM_BOOT_START,
+				VMM_BOOT_END);
 			return -EINVAL;
 		}
 		info->nr_load++;
@@ -205,8 +216,9 @@ int vmm_pvh_check(const void *image, size_t size, uint64_t ram,
 			info->hi = p.paddr + p.memsz;
 	}
 	if (!have_note) {
-		snprintf(err, len,
-			 "ELF has no PVH entry note (Xen note type 18, XEN_ELFNOTE_PHYS32_ENTRY): it is not a PVH kernel");
+		snprintf(
+			err, len,
+			"ELF has no PVH entry note (Xen note type 18, XEN_ELFNOTE_PHYS32_ENTRY): it is not a PVH kernel");
 		return -EINVAL;
 	}
 	if (!info->nr_load) {
@@ -214,10 +226,11 @@ int vmm_pvh_check(const void *image, size_t size, uint64_t ram,
 		return -EINVAL;
 	}
 	if (info->entry < info->lo || info->entry >= info->hi) {
-		snprintf(err, len,
-			 "PVH entry 0x%x is outside the loaded segments (0x%llx-0x%llx)",
-			 info->entry, (unsigned long long)info->lo,
-			 (unsigned long long)info->hi);
+		snprintf(
+			err, len,
+			"PVH entry 0x%x is outside the loaded segments (0x%llx-0x%llx)",
+			info->entry, (unsigned long long)info->lo,
+			(unsigned long long)info->hi);
 		return -EINVAL;
 	}
 	return 0;
@@ -270,9 +283,9 @@ int vmm_pvh_load(struct vmm_vm *vm, const void *image, size_t size,
 		memset(dst + p.filesz, 0, p.memsz - p.filesz);
 	}
 
-	mm[n++] = (struct hvm_memmap_table_entry){ .addr = 0,
-						   .size = vm->low_bytes,
-						   .type = HVM_MEMMAP_TYPE_RAM };
+	mm[n++] = (struct hvm_memmap_table_entry){
+		.addr = 0, .size = vm->low_bytes, .type = HVM_MEMMAP_TYPE_RAM
+	};
 	if (vm->high_bytes)
 		mm[n++] = (struct hvm_memmap_table_entry){
 			.addr = VMM_HIGH_RAM_START,

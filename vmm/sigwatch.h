@@ -22,7 +22,8 @@ struct vmm_sigwatch {
 };
 
 void vmm_sigwatch_block(struct vmm_sigwatch *w);
-int vmm_sigwatch_start(struct vmm_sigwatch *w) __attribute__((warn_unused_result));
+int vmm_sigwatch_start(struct vmm_sigwatch *w)
+	__attribute__((warn_unused_result));
 /* Stops the watcher, signals stay blocked (for a signalfd). */
 void vmm_sigwatch_pause(struct vmm_sigwatch *w);
 

@@ -21,8 +21,8 @@ uint64_t zero_chunk_auto(double gbps, uint64_t page_bytes)
 	return c < page_bytes ? c : page_bytes;
 }
 
-static int pick_backend(struct zero_engine *e, const char *profile,
-			char *err, size_t len)
+static int pick_backend(struct zero_engine *e, const char *profile, char *err,
+			size_t len)
 {
 	char path[4096];
 	int ret;
@@ -56,7 +56,8 @@ static int pick_backend(struct zero_engine *e, const char *profile,
 	ret = zero_backend_auto(e->pol.chunk ? e->pol.chunk : SZ_2M, profile,
 				&e->backend, &e->backend_gbps);
 	if (ret)
-		snprintf(err, len, "cannot measure the backends for backend = auto: %s",
+		snprintf(err, len,
+			 "cannot measure the backends for backend = auto: %s",
 			 strerror(-ret));
 	return ret;
 }
@@ -90,9 +91,9 @@ int zero_engine_create(const struct zero_engine_cfg *cfg,
 	ret = pick_backend(e, cfg->profile_path, err, len);
 	if (ret)
 		goto fail;
-	e->chunk = e->pol.chunk ? e->pol.chunk :
-				  zero_chunk_auto(e->backend_gbps,
-						  e->mem->page_bytes);
+	e->chunk = e->pol.chunk ?
+			   e->pol.chunk :
+			   zero_chunk_auto(e->backend_gbps, e->mem->page_bytes);
 	if (e->chunk > e->mem->page_bytes)
 		e->chunk = e->mem->page_bytes;
 	if (!cfg->topo) {
@@ -195,10 +196,10 @@ void zero_engine_progress(void *arg)
 	}
 	done = s.scrub_bytes + s.populate_bytes;
 	rate = (double)done / el;
-	left = rate > 0 ? (double)(s.pages_left * e->mem->page_bytes) / rate : 0;
+	left = rate > 0 ? (double)(s.pages_left * e->mem->page_bytes) / rate :
+			  0;
 	fprintf(stderr, "\r\033[Kzvmm: %s %s of %s, %.1f GB/s, %.0f s left",
-		e->phase,
-		size_human(done, a, sizeof(a)),
+		e->phase, size_human(done, a, sizeof(a)),
 		size_human(e->mem->bytes, b, sizeof(b)), rate / 1e9, left);
 }
 

@@ -122,7 +122,8 @@ int zero_hugetlb_reserve(uint64_t page_bytes, long want,
 		 * need 1 GiB of contiguous frames): compact once and retry.
 		 */
 		write_str("/proc/sys/vm/compact_memory", "1");
-		ret = set_nr(page_bytes, r->old_nr + (want - (nfree - (nr - r->old_nr))));
+		ret = set_nr(page_bytes,
+			     r->old_nr + (want - (nfree - (nr - r->old_nr))));
 		if (!ret)
 			ret = zero_hugetlb_counts(page_bytes, &nr, &nfree);
 	}

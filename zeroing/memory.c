@@ -50,8 +50,8 @@ static long read_count(uint64_t page_bytes, const char *file)
 	return v;
 }
 
-int zero_mem_pool_pages(const char *path, uint64_t page_bytes,
-			uint64_t *pages, uint64_t *file_bytes)
+int zero_mem_pool_pages(const char *path, uint64_t page_bytes, uint64_t *pages,
+			uint64_t *file_bytes)
 {
 	struct stat st;
 
@@ -80,18 +80,20 @@ static int check_mount(const char *pool, uint64_t page_bytes, char *err,
 		return -e;
 	}
 	if (sfs.f_type != HUGETLBFS_MAGIC) {
-		snprintf(err, len,
-			 "--pool %s is not on a hugetlbfs mount: mount one first, e.g. mkdir -p /mnt/zvmm && mount -t hugetlbfs -o pagesize=%s none /mnt/zvmm",
-			 pool, page_bytes == SZ_1G ? "1G" : "2M");
+		snprintf(
+			err, len,
+			"--pool %s is not on a hugetlbfs mount: mount one first, e.g. mkdir -p /mnt/zvmm && mount -t hugetlbfs -o pagesize=%s none /mnt/zvmm",
+			pool, page_bytes == SZ_1G ? "1G" : "2M");
 		return -ENODEV;
 	}
 	if ((uint64_t)sfs.f_bsize != page_bytes) {
-		snprintf(err, len,
-			 "--pool %s is on a hugetlbfs mount of %s pages, not %s: use --hugepages %s or a mount with -o pagesize=%s",
-			 pool, size_format((uint64_t)sfs.f_bsize, a, sizeof(a)),
-			 size_format(page_bytes, b, sizeof(b)),
-			 sfs.f_bsize == (long)SZ_1G ? "1G" : "2M",
-			 page_bytes == SZ_1G ? "1G" : "2M");
+		snprintf(
+			err, len,
+			"--pool %s is on a hugetlbfs mount of %s pages, not %s: use --hugepages %s or a mount with -o pagesize=%s",
+			pool, size_format((uint64_t)sfs.f_bsize, a, sizeof(a)),
+			size_format(page_bytes, b, sizeof(b)),
+			sfs.f_bsize == (long)SZ_1G ? "1G" : "2M",
+			page_bytes == SZ_1G ? "1G" : "2M");
 		return -EINVAL;
 	}
 	return 0;
@@ -105,28 +107,31 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 	int ret;
 
 	if (o->page_bytes != SZ_2M && o->page_bytes != SZ_1G) {
-		snprintf(err, len, "hugepage size %s is not supported: use 2M or 1G",
+		snprintf(err, len,
+			 "hugepage size %s is not supported: use 2M or 1G",
 			 size_format(o->page_bytes, a, sizeof(a)));
 		return -EINVAL;
 	}
 	if (!o->bytes || o->bytes % o->page_bytes) {
-		snprintf(err, len,
-			 "memory size %s is not a multiple of the %s page size: round it to whole pages, e.g. %s",
-			 size_format(o->bytes, a, sizeof(a)),
-			 size_format(o->page_bytes, b, sizeof(b)),
-			 size_format((o->bytes / o->page_bytes + 1) *
-					     o->page_bytes,
-				     path, sizeof(path)));
+		snprintf(
+			err, len,
+			"memory size %s is not a multiple of the %s page size: round it to whole pages, e.g. %s",
+			size_format(o->bytes, a, sizeof(a)),
+			size_format(o->page_bytes, b, sizeof(b)),
+			size_format((o->bytes / o->page_bytes + 1) *
+					    o->page_bytes,
+				    path, sizeof(path)));
 		return -EINVAL;
 	}
 	nfree = read_count(o->page_bytes, "free_hugepages");
 	resv = read_count(o->page_bytes, "resv_hugepages");
 	if (nfree < 0) {
-		snprintf(err, len,
-			 "the kernel has no %s hugepage pool (%s missing): use another --hugepages size",
-			 size_format(o->page_bytes, a, sizeof(a)),
-			 zero_hugetlb_path(o->page_bytes, "free_hugepages",
-					   path, sizeof(path)));
+		snprintf(
+			err, len,
+			"the kernel has no %s hugepage pool (%s missing): use another --hugepages size",
+			size_format(o->page_bytes, a, sizeof(a)),
+			zero_hugetlb_path(o->page_bytes, "free_hugepages", path,
+					  sizeof(path)));
 		return -ENOENT;
 	}
 	if (o->pool_path) {
@@ -141,11 +146,12 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 			return ret;
 		}
 		if (fbytes && fbytes != o->bytes) {
-			snprintf(err, len,
-				 "--pool %s holds %s, but %s was asked for: use --mem %s, or remove the file to start a new pool",
-				 o->pool_path, size_format(fbytes, a, sizeof(a)),
-				 size_format(o->bytes, b, sizeof(b)),
-				 size_format(fbytes, path, sizeof(path)));
+			snprintf(
+				err, len,
+				"--pool %s holds %s, but %s was asked for: use --mem %s, or remove the file to start a new pool",
+				o->pool_path, size_format(fbytes, a, sizeof(a)),
+				size_format(o->bytes, b, sizeof(b)),
+				size_format(fbytes, path, sizeof(path)));
 			return -EINVAL;
 		}
 	}
@@ -157,22 +163,24 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 	if (need * (o->page_bytes >> 10) > (uint64_t)total_kb) {
 		char ram[32], p2[128];
 
-		snprintf(err, len,
-			 "needs %llu free %s hugepages, %ld free (reserve them with: echo %ld > %s), but %s is more than this machine's %s of RAM can hold: choose a smaller --mem",
-			 (unsigned long long)need,
-			 size_format(o->page_bytes, b, sizeof(b)),
-			 avail < 0 ? 0 : avail,
-			 read_count(o->page_bytes, "nr_hugepages") + (long)need -
-				 avail,
-			 zero_hugetlb_path(o->page_bytes, "nr_hugepages", p2,
-					   sizeof(p2)),
-			 size_format(o->bytes, a, sizeof(a)),
-			 size_human((uint64_t)total_kb << 10, ram, sizeof(ram)));
+		snprintf(
+			err, len,
+			"needs %llu free %s hugepages, %ld free (reserve them with: echo %ld > %s), but %s is more than this machine's %s of RAM can hold: choose a smaller --mem",
+			(unsigned long long)need,
+			size_format(o->page_bytes, b, sizeof(b)),
+			avail < 0 ? 0 : avail,
+			read_count(o->page_bytes, "nr_hugepages") + (long)need -
+				avail,
+			zero_hugetlb_path(o->page_bytes, "nr_hugepages", p2,
+					  sizeof(p2)),
+			size_format(o->bytes, a, sizeof(a)),
+			size_human((uint64_t)total_kb << 10, ram, sizeof(ram)));
 		return -ENOMEM;
 	}
 	snprintf(err, len,
 		 "needs %llu free %s hugepages, %ld free: echo %ld > %s",
-		 (unsigned long long)need, size_format(o->page_bytes, a, sizeof(a)),
+		 (unsigned long long)need,
+		 size_format(o->page_bytes, a, sizeof(a)),
 		 avail < 0 ? 0 : avail,
 		 read_count(o->page_bytes, "nr_hugepages") + (long)need - avail,
 		 zero_hugetlb_path(o->page_bytes, "nr_hugepages", path,
@@ -187,13 +195,14 @@ static int open_backing(const struct zero_mem_opts *o, struct zero_mem *m,
 	int e;
 
 	if (!o->pool_path) {
-		m->fd = memfd_create("zvmm-guest",
-				     MFD_CLOEXEC |
-					     (o->shmem ? 0 :
-					      MFD_HUGETLB |
-						      (o->page_bytes == SZ_1G ?
-							       MFD_HUGE_1GB :
-							       MFD_HUGE_2MB)));
+		m->fd = memfd_create(
+			"zvmm-guest",
+			MFD_CLOEXEC |
+				(o->shmem ?
+					 0 :
+					 MFD_HUGETLB | (o->page_bytes == SZ_1G ?
+								MFD_HUGE_1GB :
+								MFD_HUGE_2MB)));
 		if (m->fd < 0)
 			goto err_errno;
 		if (ftruncate(m->fd, (off_t)o->bytes))
@@ -284,9 +293,10 @@ int zero_mem_create(const struct zero_mem_opts *o, struct zero_mem **out,
 	return 0;
 fail_map:
 	ret = -errno;
-	snprintf(err, len,
-		 "cannot map %llu bytes of hugetlb memory: %s (are enough hugepages free?)",
-		 (unsigned long long)m->bytes, strerror(errno));
+	snprintf(
+		err, len,
+		"cannot map %llu bytes of hugetlb memory: %s (are enough hugepages free?)",
+		(unsigned long long)m->bytes, strerror(errno));
 fail:
 	if (m->created)
 		unlink(m->path);

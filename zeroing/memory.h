@@ -48,8 +48,8 @@ struct zero_mem {
  * already holds). Returns 0, -EINVAL for a request that is wrong, or
  * -ENOMEM/-ENODEV/-ENOENT for missing resources; @err says what to do.
  */
-int zero_mem_preflight(const struct zero_mem_opts *o, char *err,
-		       size_t err_len) __attribute__((warn_unused_result));
+int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t err_len)
+	__attribute__((warn_unused_result));
 
 /*
  * Creates (or reopens) the backing file and maps it twice. Pages of a new
@@ -58,7 +58,8 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err,
  * removed. Returns 0 or a negative errno with @err set.
  */
 int zero_mem_create(const struct zero_mem_opts *o, struct zero_mem **out,
-		    char *err, size_t err_len) __attribute__((warn_unused_result));
+		    char *err, size_t err_len)
+	__attribute__((warn_unused_result));
 
 /* Unmaps and closes; a pool file stays for the next launch. */
 void zero_mem_destroy(struct zero_mem *m);
@@ -75,8 +76,8 @@ static inline char *zero_mem_guest_page(const struct zero_mem *m, uint64_t i)
 }
 
 /* Hugepages the pool file at @path holds (0 if it does not exist). */
-int zero_mem_pool_pages(const char *path, uint64_t page_bytes,
-			uint64_t *pages, uint64_t *file_bytes)
+int zero_mem_pool_pages(const char *path, uint64_t page_bytes, uint64_t *pages,
+			uint64_t *file_bytes)
 	__attribute__((warn_unused_result));
 
 #endif

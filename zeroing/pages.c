@@ -14,12 +14,10 @@
  * be punched out of the file and become FRESH again.
  */
 static const bool allowed[ZP_NR_STATES][ZP_NR_STATES] = {
-	[ZP_FRESH] = { [ZP_ZEROING] = true, [ZP_ZERO] = true,
-		       [ZP_MAPPED] = true },
+	[ZP_FRESH] = { [ZP_ZEROING] = true, [ZP_ZERO] = true, [ZP_MAPPED] = true },
 	[ZP_DIRTY] = { [ZP_ZEROING] = true, [ZP_FRESH] = true },
 	[ZP_ZEROING] = { [ZP_ZERO] = true, [ZP_DIRTY] = true },
-	[ZP_ZERO] = { [ZP_MAPPED] = true, [ZP_DIRTY] = true,
-		      [ZP_FRESH] = true },
+	[ZP_ZERO] = { [ZP_MAPPED] = true, [ZP_DIRTY] = true, [ZP_FRESH] = true },
 	[ZP_MAPPED] = { [ZP_DIRTY] = true, [ZP_FRESH] = true },
 };
 
@@ -53,8 +51,7 @@ void zero_pages_destroy(struct zero_pages *p)
 	free(p);
 }
 
-bool zero_page_transition_ok(enum zero_page_state from,
-			     enum zero_page_state to)
+bool zero_page_transition_ok(enum zero_page_state from, enum zero_page_state to)
 {
 	return from < ZP_NR_STATES && to < ZP_NR_STATES && allowed[from][to];
 }

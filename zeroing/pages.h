@@ -28,14 +28,15 @@ struct zero_pages {
 };
 
 int zero_pages_create(uint64_t nr, enum zero_page_state initial,
-		      struct zero_pages **out) __attribute__((warn_unused_result));
+		      struct zero_pages **out)
+	__attribute__((warn_unused_result));
 void zero_pages_destroy(struct zero_pages *p);
 
 static inline enum zero_page_state zero_page_get(const struct zero_pages *p,
 						 uint64_t i)
 {
 	return (enum zero_page_state)__atomic_load_n(&p->state[i],
-						      __ATOMIC_ACQUIRE);
+						     __ATOMIC_ACQUIRE);
 }
 
 /* Whether @from -> @to keeps the invariant. */

@@ -18,9 +18,9 @@ static const char *const numa_names[] = { "local", "interleave", "bind" };
 /* Every backend name of every architecture is a valid value; whether it
  * runs on this CPU is decided when the engine starts. */
 static const char *const backend_names[] = {
-	"auto",	     "rep_stosb", "rep_stosq", "movq",	 "movnti",
-	"nt_sse2",   "nt_avx2",	  "nt_avx512", "clzero", "dc_zva",
-	"stnp",	     "memset",	  "page_at_a_time",
+	"auto",	   "rep_stosb", "rep_stosq",	  "movq",   "movnti",
+	"nt_sse2", "nt_avx2",	"nt_avx512",	  "clzero", "dc_zva",
+	"stnp",	   "memset",	"page_at_a_time",
 };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -48,7 +48,8 @@ static void join(const char *const *names, unsigned int n, char *buf,
 	buf[0] = '\0';
 	for (unsigned int i = 0; i < n; i++)
 		off += (size_t)snprintf(buf + off, off < len ? len - off : 0,
-					"%s%s", i ? (i + 1 == n ? " or " : ", ") : "",
+					"%s%s",
+					i ? (i + 1 == n ? " or " : ", ") : "",
 					names[i]);
 }
 
@@ -91,9 +92,10 @@ static int parse_nodes(const char *v, uint64_t *out, char *err, size_t len)
 			b = strtoul(end + 1, &end, 10);
 		}
 		if (b < a || b >= ZERO_MAX_NODES) {
-			snprintf(err, len,
-				 "bad node range in '%s': nodes are 0 to %d, ranges ascending",
-				 v, ZERO_MAX_NODES - 1);
+			snprintf(
+				err, len,
+				"bad node range in '%s': nodes are 0 to %d, ranges ascending",
+				v, ZERO_MAX_NODES - 1);
 			return -EINVAL;
 		}
 		for (unsigned long n = a; n <= b; n++)
@@ -109,9 +111,10 @@ static int parse_nodes(const char *v, uint64_t *out, char *err, size_t len)
 	*out = mask;
 	return 0;
 bad:
-	snprintf(err, len,
-		 "bad value '%s': expected 'all' or a list of nodes such as 0 or 0,2-3",
-		 v);
+	snprintf(
+		err, len,
+		"bad value '%s': expected 'all' or a list of nodes such as 0 or 0,2-3",
+		v);
 	return -EINVAL;
 }
 
@@ -132,16 +135,17 @@ static int parse_size_or(const char *v, const char *word, uint64_t *out,
 		return -EINVAL;
 	}
 	if (*out < min || *out > max) {
-		snprintf(err, len, "'%s' is out of range: give %s to %s, or '%s'",
-			 v, size_format(min, a, sizeof(a)),
+		snprintf(err, len,
+			 "'%s' is out of range: give %s to %s, or '%s'", v,
+			 size_format(min, a, sizeof(a)),
 			 size_format(max, b, sizeof(b)), word);
 		return -EINVAL;
 	}
 	return 0;
 }
 
-static int set_key(struct zero_policy *p, const char *section,
-		   const char *key, const char *v, char *err, size_t len)
+static int set_key(struct zero_policy *p, const char *section, const char *key,
+		   const char *v, char *err, size_t len)
 {
 	int i, ret;
 
@@ -170,9 +174,10 @@ static int set_key(struct zero_policy *p, const char *section,
 			n = strtoul(v, &end, 10);
 			if (v[0] < '0' || v[0] > '9' || *end || n < 1 ||
 			    n > ZERO_MAX_WORKERS) {
-				snprintf(err, len,
-					 "bad value '%s': expected 'auto' or a number of workers from 1 to %d",
-					 v, ZERO_MAX_WORKERS);
+				snprintf(
+					err, len,
+					"bad value '%s': expected 'auto' or a number of workers from 1 to %d",
+					v, ZERO_MAX_WORKERS);
 				return -EINVAL;
 			}
 			p->workers = (unsigned int)n;
@@ -184,9 +189,10 @@ static int set_key(struct zero_policy *p, const char *section,
 			ret = parse_size_or(v, "auto", &c, ZERO_CHUNK_MIN,
 					    ZERO_CHUNK_MAX, err, len);
 			if (!ret && c % ZERO_CHUNK_MIN) {
-				snprintf(err, len,
-					 "chunk '%s' is not a multiple of 4 KiB",
-					 v);
+				snprintf(
+					err, len,
+					"chunk '%s' is not a multiple of 4 KiB",
+					v);
 				return -EINVAL;
 			}
 			if (!ret)
@@ -196,9 +202,10 @@ static int set_key(struct zero_policy *p, const char *section,
 		if (!strcmp(key, "rate_limit"))
 			return parse_size_or(v, "0", &p->rate_limit, 1,
 					     1ull << 50, err, len);
-		snprintf(err, len,
-			 "unknown key '%s' in [zeroing]: expected mode, backend, workers, chunk or rate_limit",
-			 key);
+		snprintf(
+			err, len,
+			"unknown key '%s' in [zeroing]: expected mode, backend, workers, chunk or rate_limit",
+			key);
 		return -EINVAL;
 	}
 	if (!strcmp(section, "pool")) {
@@ -213,9 +220,10 @@ static int set_key(struct zero_policy *p, const char *section,
 			p->on_exit = (enum zero_on_exit)i;
 			return ret;
 		}
-		snprintf(err, len,
-			 "unknown key '%s' in [pool]: expected fresh or on_exit",
-			 key);
+		snprintf(
+			err, len,
+			"unknown key '%s' in [pool]: expected fresh or on_exit",
+			key);
 		return -EINVAL;
 	}
 	if (!strcmp(section, "numa")) {
@@ -276,9 +284,11 @@ int zero_policy_load(struct zero_policy *p, const char *path, char *err,
 	fclose(f);
 	if (line) {
 		/* A positive line without a handler error is a syntax error. */
-		snprintf(err, err_len, "%s:%d: %s", path, line,
-			 c.failed ? c.err :
-				    "not an INI line: expected [section] or key = value");
+		snprintf(
+			err, err_len, "%s:%d: %s", path, line,
+			c.failed ?
+				c.err :
+				"not an INI line: expected [section] or key = value");
 		return -EINVAL;
 	}
 	*p = c.p;
@@ -295,9 +305,10 @@ int zero_policy_set(struct zero_policy *p, const char *assignment, char *err,
 	dot = strchr(buf, '.');
 	eq = strchr(buf, '=');
 	if (!dot || !eq || dot > eq || dot == buf || eq == dot + 1) {
-		snprintf(err, err_len,
-			 "--set %s: expected section.key=value, e.g. zeroing.mode=demand",
-			 assignment);
+		snprintf(
+			err, err_len,
+			"--set %s: expected section.key=value, e.g. zeroing.mode=demand",
+			assignment);
 		return -EINVAL;
 	}
 	*dot = '\0';
@@ -323,7 +334,8 @@ void zero_policy_print(const struct zero_policy *p, FILE *f)
 	fprintf(f, "chunk = %s\n",
 		p->chunk ? size_label(p->chunk, sz, sizeof(sz)) : "auto");
 	fprintf(f, "rate_limit = %s\n",
-		p->rate_limit ? size_label(p->rate_limit, sz, sizeof(sz)) : "0");
+		p->rate_limit ? size_label(p->rate_limit, sz, sizeof(sz)) :
+				"0");
 	fprintf(f, "[pool]\nfresh = %s\non_exit = %s\n", fresh_names[p->fresh],
 		exit_names[p->on_exit]);
 	fprintf(f, "[numa]\npolicy = %s\nnodes = ", numa_names[p->numa]);

@@ -97,8 +97,9 @@ static struct job *new_job_locked(struct zero_pool *pool, uint64_t page,
 	}
 	j->page = page;
 	j->populate = from == ZP_FRESH && !pool->cfg.scrub_fresh;
-	j->nr_chunks = j->populate ? 1 : (uint32_t)((pb + pool->chunk - 1) /
-						    pool->chunk);
+	j->nr_chunks = j->populate ?
+			       1 :
+			       (uint32_t)((pb + pool->chunk - 1) / pool->chunk);
 	j->demand = demand;
 	j->seq = demand ? ++pool->seq : 0;
 	j->next = pool->jobs;
@@ -108,8 +109,7 @@ static struct job *new_job_locked(struct zero_pool *pool, uint64_t page,
 
 static void finish_pass_locked(struct zero_pool *pool)
 {
-	if (pool->bg_active && pool->bg_cursor >= pool->bg_end &&
-	    !pool->jobs) {
+	if (pool->bg_active && pool->bg_cursor >= pool->bg_end && !pool->jobs) {
 		pool->bg_active = false;
 		pool->bg_stop = zero_now();
 		pthread_cond_broadcast(&pool->done);
@@ -224,8 +224,8 @@ static void abs_time(double t, struct timespec *ts)
 	ts->tv_nsec = (long)((t - (double)ts->tv_sec) * 1e9);
 }
 
-static int do_chunk(struct zero_pool *pool, const struct job *job,
-		    uint64_t off, uint64_t len)
+static int do_chunk(struct zero_pool *pool, const struct job *job, uint64_t off,
+		    uint64_t len)
 {
 	struct zero_mem *m = pool->cfg.mem;
 
@@ -295,8 +295,9 @@ static void *worker(void *arg)
 			continue;
 		}
 		if (!job->demand && pool->rate) {
-			double due = pool->bg_start +
-				     (double)pool->bg_claimed / (double)pool->rate;
+			double due =
+				pool->bg_start +
+				(double)pool->bg_claimed / (double)pool->rate;
 
 			if (due > zero_now()) {
 				/* Woken early by demand work, it is served
@@ -308,9 +309,9 @@ static void *worker(void *arg)
 			}
 		}
 		off = (uint64_t)job->next_chunk++ * pool->chunk;
-		len = job->populate ? pb :
-				      (pb - off < pool->chunk ? pb - off :
-							       pool->chunk);
+		len = job->populate ?
+			      pb :
+			      (pb - off < pool->chunk ? pb - off : pool->chunk);
 		job->inflight++;
 		demand = job->demand;
 		if (!demand)
@@ -532,8 +533,8 @@ int zero_pool_demand_async(struct zero_pool *pool, uint64_t page)
 
 int zero_pool_set_notify(struct zero_pool *pool, int fd)
 {
-	uint64_t *q = calloc(pool->cfg.nr_pages ? pool->cfg.nr_pages : 1,
-			     sizeof(*q));
+	uint64_t *q =
+		calloc(pool->cfg.nr_pages ? pool->cfg.nr_pages : 1, sizeof(*q));
 
 	if (!q)
 		return -ENOMEM;
@@ -576,9 +577,10 @@ void zero_pool_get_stats(struct zero_pool *pool, struct zero_pool_stats *s)
 	pthread_mutex_lock(&pool->lock);
 	*s = pool->st;
 	s->bg_active = pool->bg_active;
-	s->bg_seconds = !pool->bg_start ? 0 :
-			(pool->bg_active ? zero_now() : pool->bg_stop) -
-				pool->bg_start;
+	s->bg_seconds = !pool->bg_start ?
+				0 :
+				(pool->bg_active ? zero_now() : pool->bg_stop) -
+					pool->bg_start;
 	pthread_mutex_unlock(&pool->lock);
 	for (uint64_t p = pool->cfg.first_page;
 	     p < pool->cfg.first_page + pool->cfg.nr_pages; p++) {

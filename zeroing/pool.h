@@ -67,9 +67,8 @@ void zero_pool_start(struct zero_pool *pool, uint64_t rate_limit,
  * every 100 ms. Returns 0; -ECANCELED after zero_pool_cancel(); or the
  * first error a worker met (the pass is then cancelled).
  */
-int zero_pool_wait(struct zero_pool *pool,
-		   void (*progress)(void *arg), void *arg)
-	__attribute__((warn_unused_result));
+int zero_pool_wait(struct zero_pool *pool, void (*progress)(void *arg),
+		   void *arg) __attribute__((warn_unused_result));
 
 /*
  * Makes page @page (an index into the memory) ZERO before anything in

@@ -23,14 +23,17 @@ static int state_dir(char *buf, size_t len)
 	const char *d = getenv("ZVMM_STATE_DIR"), *x, *home;
 
 	if (d && *d)
-		return snprintf(buf, len, "%s", d) < (int)len ? 0 : -ENAMETOOLONG;
+		return snprintf(buf, len, "%s", d) < (int)len ? 0 :
+								-ENAMETOOLONG;
 	if (geteuid() == 0)
-		return snprintf(buf, len, "/var/lib/zvmm") < (int)len ? 0 :
-									-ENAMETOOLONG;
+		return snprintf(buf, len, "/var/lib/zvmm") < (int)len ?
+			       0 :
+			       -ENAMETOOLONG;
 	x = getenv("XDG_STATE_HOME");
 	if (x && *x)
-		return snprintf(buf, len, "%s/zvmm", x) < (int)len ? 0 :
-								   -ENAMETOOLONG;
+		return snprintf(buf, len, "%s/zvmm", x) < (int)len ?
+			       0 :
+			       -ENAMETOOLONG;
 	home = getenv("HOME");
 	if (!home || !*home)
 		return -ENOENT;
@@ -128,9 +131,9 @@ int zero_record_write(const struct zero_mem *m)
 		"; below was zero when zvmm exited. Edit nothing: any change\n"
 		"; makes the next launch scrub the pool again.\n"
 		"[pool]\nversion = %" PRIu64 "\ndevice = %" PRIu64
-		"\ninode = %" PRIu64 "\nsize = %" PRIu64 "\npage_size = %" PRIu64
-		"\npages = %" PRIu64 "\nstate = zero\nchecksum = %016" PRIx64
-		"\n",
+		"\ninode = %" PRIu64 "\nsize = %" PRIu64
+		"\npage_size = %" PRIu64 "\npages = %" PRIu64
+		"\nstate = zero\nchecksum = %016" PRIx64 "\n",
 		id.version, id.device, id.inode, id.size, id.page_size,
 		id.pages, checksum(&id));
 	if (fflush(f) || fsync(fileno(f)))
@@ -154,8 +157,8 @@ struct parsed {
 static int on_key(void *user, const char *section, const char *name,
 		  const char *value)
 {
-	static const char *const keys[] = { "version", "device", "inode",
-					    "size", "page_size", "pages" };
+	static const char *const keys[] = { "version", "device",    "inode",
+					    "size",    "page_size", "pages" };
 	struct parsed *p = user;
 	uint64_t *f = &p->id.version;
 	char *end;
@@ -213,9 +216,10 @@ int zero_record_take(const struct zero_mem *m, bool *clean, char *why,
 	else if (p.sum != checksum(&p.id))
 		snprintf(why, len, "state record %s fails its checksum", path);
 	else if (memcmp(&p.id, &id, sizeof(id)))
-		snprintf(why, len,
-			 "state record %s describes another file, size or page size",
-			 path);
+		snprintf(
+			why, len,
+			"state record %s describes another file, size or page size",
+			path);
 	else
 		*clean = true;
 	return 0;

@@ -66,9 +66,8 @@ int zero_topo_detect(struct zero_topo *t)
 		for (cpu = 0; cpu < n && cpu < CPU_SETSIZE; cpu++)
 			if (CPU_ISSET(cpu, &set))
 				add_cpu(&t->node[0], cpu, seen, &nseen);
-		t->node[0].mem_bytes =
-			(uint64_t)sysconf(_SC_AVPHYS_PAGES) *
-			(uint64_t)sysconf(_SC_PAGESIZE);
+		t->node[0].mem_bytes = (uint64_t)sysconf(_SC_AVPHYS_PAGES) *
+				       (uint64_t)sysconf(_SC_PAGESIZE);
 		t->distance[0][0] = 10;
 		return 0;
 	}
@@ -90,7 +89,8 @@ int zero_topo_detect(struct zero_topo *t)
 		nseen = 0;
 		if (!numa_node_to_cpus(node, cpus))
 			for (cpu = 0; cpu < (int)cpus->size; cpu++)
-				if (numa_bitmask_isbitset(cpus, (unsigned)cpu) &&
+				if (numa_bitmask_isbitset(cpus,
+							  (unsigned)cpu) &&
 				    numa_bitmask_isbitset(numa_all_cpus_ptr,
 							  (unsigned)cpu))
 					add_cpu(n, cpu, seen, &nseen);
@@ -101,7 +101,8 @@ int zero_topo_detect(struct zero_topo *t)
 		for (unsigned int b = 0; b < t->nr_nodes; b++) {
 			int d = numa_distance(t->node[a].id, t->node[b].id);
 
-			t->distance[a][b] = (uint8_t)(d > 0 ? d : (a == b ? 10 : 20));
+			t->distance[a][b] =
+				(uint8_t)(d > 0 ? d : (a == b ? 10 : 20));
 		}
 	cpu = sched_getcpu();
 	t->local_node = cpu >= 0 ? numa_node_of_cpu(cpu) : t->node[0].id;
@@ -162,9 +163,10 @@ int zero_plan_make(const struct zero_topo *t, const struct zero_policy *pol,
 	memset(plan, 0, sizeof(*plan));
 	for (i = 0; i < ZERO_MAX_NODES; i++)
 		if ((mask & (1ull << i)) && index_of(t, (int)i) < 0) {
-			snprintf(err, err_len,
-				 "numa.nodes names node %u, which this machine does not have (it has %u node%s)",
-				 i, t->nr_nodes, t->nr_nodes == 1 ? "" : "s");
+			snprintf(
+				err, err_len,
+				"numa.nodes names node %u, which this machine does not have (it has %u node%s)",
+				i, t->nr_nodes, t->nr_nodes == 1 ? "" : "s");
 			return -EINVAL;
 		}
 	if (!mask)
@@ -192,21 +194,24 @@ int zero_plan_make(const struct zero_topo *t, const struct zero_policy *pol,
 				if (pol->numa == ZERO_NUMA_INTERLEAVE &&
 				    !pol->nodes)
 					continue;
-				snprintf(err, err_len,
-					 "numa.nodes includes node %d, which has no memory",
-					 t->node[i].id);
+				snprintf(
+					err, err_len,
+					"numa.nodes includes node %d, which has no memory",
+					t->node[i].id);
 				return -EINVAL;
 			}
 			idx[n] = i;
 			/* interleave: even shares; bind: by free memory */
-			weight[n++] = pol->numa == ZERO_NUMA_BIND ?
-					      t->node[i].mem_bytes / page_bytes :
-					      1;
+			weight[n++] =
+				pol->numa == ZERO_NUMA_BIND ?
+					t->node[i].mem_bytes / page_bytes :
+					1;
 		}
 		break;
 	}
 	if (!n) {
-		snprintf(err, err_len, "no NUMA node with memory to place guest memory on");
+		snprintf(err, err_len,
+			 "no NUMA node with memory to place guest memory on");
 		return -EINVAL;
 	}
 	split(nr_pages, weight, n, pages);
@@ -225,9 +230,10 @@ int zero_plan_make(const struct zero_topo *t, const struct zero_policy *pol,
 	unsigned int want[ZERO_MAX_NODES];
 
 	if (pol->workers && pol->workers < plan->nr_ranges) {
-		snprintf(err, err_len,
-			 "workers = %u, but memory spans %u nodes: give at least %u or auto",
-			 pol->workers, plan->nr_ranges, plan->nr_ranges);
+		snprintf(
+			err, err_len,
+			"workers = %u, but memory spans %u nodes: give at least %u or auto",
+			pol->workers, plan->nr_ranges, plan->nr_ranges);
 		return -EINVAL;
 	}
 	if (pol->workers) {
@@ -245,15 +251,18 @@ int zero_plan_make(const struct zero_topo *t, const struct zero_policy *pol,
 		int si = ni < 0 ? -1 : serving_node(t, (unsigned int)ni);
 
 		if (si < 0) {
-			snprintf(err, err_len, "no NUMA node has CPUs to run workers on");
+			snprintf(err, err_len,
+				 "no NUMA node has CPUs to run workers on");
 			return -EINVAL;
 		}
 		if (!pol->workers)
 			want[k] = t->node[si].nr_cores;
 		for (w = 0; w < want[k] && plan->nr_workers < ZERO_MAX_WORKERS;
 		     w++)
-			plan->worker[plan->nr_workers++] = (struct zero_plan_worker){
-				.cpu = t->node[si].cores[w % t->node[si].nr_cores],
+			plan->worker
+				[plan->nr_workers++] = (struct zero_plan_worker){
+				.cpu = t->node[si]
+					       .cores[w % t->node[si].nr_cores],
 				.node = plan->range[k].node,
 			};
 	}
