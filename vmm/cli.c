@@ -34,3 +34,13 @@ int cli_parse_size(const char *opt, const char *arg, uint64_t *out)
 	}
 	return 0;
 }
+
+int cli_add_set(struct cli_sets *sets, char *value)
+{
+	if (sets->n == CLI_MAX_SETS) {
+		pr_err("more than %d --set options", CLI_MAX_SETS);
+		return -EINVAL;
+	}
+	sets->v[sets->n++] = value;
+	return 0;
+}

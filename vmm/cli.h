@@ -24,8 +24,19 @@ int cli_parse_size(const char *opt, const char *arg, uint64_t *out);
 
 struct zero_policy;
 
+#define CLI_MAX_SETS 32
+
+/* The --set options of one command, in order. */
+struct cli_sets {
+	char *v[CLI_MAX_SETS];
+	unsigned int n;
+};
+
+/* Adds one --set value; prints the error and returns -EINVAL when full. */
+int cli_add_set(struct cli_sets *sets, char *value);
+
 /* Defaults, then @file, then each of @sets; prints errors (usage). */
-int cli_load_policy(const char *file, char **sets, unsigned int nr_sets,
+int cli_load_policy(const char *file, const struct cli_sets *sets,
 		    struct zero_policy *pol);
 
 /* The verbs; each parses its own options from argv[0] on. */

@@ -19,8 +19,6 @@
 #include "cli.h"
 #include "sigwatch.h"
 
-#define MAX_SETS 32
-
 static void prezero_usage(FILE *f)
 {
 	fprintf(f,
@@ -61,7 +59,7 @@ static int parse_page(const char *arg, uint64_t *page)
 }
 
 /* Policy from --policy and --set, in that order; errors are usage. */
-int cli_load_policy(const char *file, char **sets, unsigned int nr_sets,
+int cli_load_policy(const char *file, const struct cli_sets *sets,
 		    struct zero_policy *pol)
 {
 	char err[512];
@@ -71,8 +69,8 @@ int cli_load_policy(const char *file, char **sets, unsigned int nr_sets,
 		pr_err("%s", err);
 		return -EINVAL;
 	}
-	for (unsigned int i = 0; i < nr_sets; i++)
-		if (zero_policy_set(pol, sets[i], err, sizeof(err))) {
+	for (unsigned int i = 0; i < sets->n; i++)
+		if (zero_policy_set(pol, sets->v[i], err, sizeof(err))) {
 			pr_err("%s", err);
 			return -EINVAL;
 		}
@@ -120,8 +118,8 @@ int cmd_prezero(int argc, char **argv)
 	struct zero_prezero_report r;
 	struct zero_engine *e = NULL;
 	struct zero_mem *m = NULL;
-	char *sets[MAX_SETS], err[512], a[32], b[32];
-	unsigned int nr_sets = 0;
+	struct cli_sets sets = { .n = 0 };
+	char err[512], a[32], b[32];
 	struct zero_policy pol;
 	FILE *out = stdout, *jf = NULL;
 	int c, ret, status;
@@ -143,11 +141,8 @@ int cmd_prezero(int argc, char **argv)
 			policy = optarg;
 			break;
 		case 's':
-			if (nr_sets == MAX_SETS) {
-				pr_err("more than %d --set options", MAX_SETS);
+			if (cli_add_set(&sets, optarg))
 				return EXIT_USAGE;
-			}
-			sets[nr_sets++] = optarg;
 			break;
 		case 'j':
 			json = optarg;
@@ -171,7 +166,7 @@ int cmd_prezero(int argc, char **argv)
 		pr_err("prezero needs --mem SIZE, e.g. --mem 4G");
 		return EXIT_USAGE;
 	}
-	if (cli_load_policy(policy, sets, nr_sets, &pol))
+	if (cli_load_policy(policy, &sets, &pol))
 		return EXIT_USAGE;
 	ret = zero_mem_preflight(&mo, err, sizeof(err));
 	if (ret) {
@@ -276,8 +271,7 @@ int cmd_policy(int argc, char **argv)
 		{ 0 },
 	};
 	const char *policy = NULL;
-	char *sets[MAX_SETS];
-	unsigned int nr_sets = 0;
+	struct cli_sets sets = { .n = 0 };
 	struct zero_policy pol;
 	int c;
 
@@ -287,11 +281,8 @@ int cmd_policy(int argc, char **argv)
 			policy = optarg;
 			break;
 		case 's':
-			if (nr_sets == MAX_SETS) {
-				pr_err("more than %d --set options", MAX_SETS);
+			if (cli_add_set(&sets, optarg))
 				return EXIT_USAGE;
-			}
-			sets[nr_sets++] = optarg;
 			break;
 		case 'h':
 			policy_usage(stdout);
@@ -305,7 +296,7 @@ int cmd_policy(int argc, char **argv)
 		pr_err("policy: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
-	if (cli_load_policy(policy, sets, nr_sets, &pol))
+	if (cli_load_policy(policy, &sets, &pol))
 		return EXIT_USAGE;
 	zero_policy_print(&pol, stdout);
 	return 0;

@@ -28,7 +28,6 @@
 #include "pvh.h"
 #include "sigwatch.h"
 
-#define MAX_SETS 32
 #define EXIT_CRASH 4
 
 /* The touch guest, built into this binary (vmm/guest_image.S). */
@@ -42,8 +41,7 @@ struct run_opts {
 	struct zero_mem_opts mem;
 	unsigned int vcpus;
 	const char *policy, *guest, *cmdline, *json, *serial, *kvm;
-	char *sets[MAX_SETS];
-	unsigned int nr_sets;
+	struct cli_sets sets;
 	bool quiet, verbose, reserve;
 };
 
@@ -127,11 +125,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			o->policy = optarg;
 			break;
 		case 's':
-			if (o->nr_sets == MAX_SETS) {
-				pr_err("more than %d --set options", MAX_SETS);
+			if (cli_add_set(&o->sets, optarg))
 				return -EINVAL;
-			}
-			o->sets[o->nr_sets++] = optarg;
 			break;
 		case 'c':
 			errno = 0;
@@ -372,7 +367,7 @@ static int prepare(struct run_state *s)
 	char err[512];
 	int ret;
 
-	if (cli_load_policy(o->policy, o->sets, o->nr_sets, &s->pol))
+	if (cli_load_policy(o->policy, &o->sets, &s->pol))
 		return -EINVAL;
 	if (o->guest) {
 		ret = read_guest(o->guest, &s->image, &s->image_size);

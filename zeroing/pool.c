@@ -502,13 +502,18 @@ static int demand_locked(struct zero_pool *pool, uint64_t page, bool *counted)
 	return 1;
 }
 
+static bool owns(const struct zero_pool *pool, uint64_t page)
+{
+	return page >= pool->cfg.first_page &&
+	       page < pool->cfg.first_page + pool->cfg.nr_pages;
+}
+
 int zero_pool_demand(struct zero_pool *pool, uint64_t page)
 {
 	bool counted = false;
 	int ret;
 
-	if (page < pool->cfg.first_page ||
-	    page >= pool->cfg.first_page + pool->cfg.nr_pages)
+	if (!owns(pool, page))
 		return -EINVAL;
 	pthread_mutex_lock(&pool->lock);
 	while ((ret = demand_locked(pool, page, &counted)) == 1)
@@ -522,8 +527,7 @@ int zero_pool_demand_async(struct zero_pool *pool, uint64_t page)
 	bool counted = false;
 	int ret;
 
-	if (page < pool->cfg.first_page ||
-	    page >= pool->cfg.first_page + pool->cfg.nr_pages)
+	if (!owns(pool, page))
 		return -EINVAL;
 	pthread_mutex_lock(&pool->lock);
 	ret = demand_locked(pool, page, &counted);
