@@ -318,16 +318,20 @@ static void interrupt(int sig, const char *policy, const char *mem,
 	 * never fewer: nothing of zvmm's own is left. */
 	cr_assert_geq(nfree, free_before, "hugepages left in use");
 	if (access(record_path(), F_OK) == 0)
-		cr_assert_eq(pool_find_not_zero(1024 * SZ_1M), -1,
+		cr_assert_eq(pool_find_not_zero(strtoull(mem, NULL, 10) << 30),
+			     -1,
 			     "a state record claims a pool that is not zero");
 }
 
 Test(demand, sigint_during_prezero)
 {
-	need_pool(SZ_2M, 512);
-	poison(1024 * SZ_1M);
-	/* 1 GiB at ~15 GB/s on one worker: ~70 ms of scrubbing. */
-	interrupt(SIGINT, "prezero", "1G", "verify=1", "page_at_a_time", 30);
+	need_pool(SZ_2M, 1024);
+	poison(2048 * SZ_1M);
+	/*
+	 * 2 GiB at ~15 GB/s on one worker: ~140 ms of scrubbing, and the
+	 * signal at 50 ms, well after start-up (sanitizer builds too).
+	 */
+	interrupt(SIGINT, "prezero", "2G", "verify=1", "page_at_a_time", 50);
 	cr_assert(strstr(r.out, "before the guest started"), "%s", r.out);
 }
 

@@ -661,16 +661,26 @@ int cmd_run(int argc, char **argv)
 		s->out = stderr;
 		s->serial = stderr;
 	}
-	ret = prepare(s);
+	/*
+	 * Signals are taken from here on (prepare() may raise the hugepage
+	 * pool with --reserve, which must be given back).
+	 */
+	vmm_sigwatch_block(&w);
+	w.arg = s;
+	ret = vmm_sigwatch_start(&w);
+	if (!ret)
+		ret = prepare(s);
+	if (!ret && w.sig)
+		ret = -ECANCELED;
 	if (ret)
-		goto out;
+		goto out_sig;
 	if (s->o.json && !s->json) {
 		s->json = fopen(s->o.json, "we");
 		if (!s->json) {
 			pr_err("cannot write --json %s: %s", s->o.json,
 			       strerror(errno));
 			ret = -EINVAL;
-			goto out;
+			goto out_sig;
 		}
 	}
 	if (s->o.serial) {
@@ -680,15 +690,10 @@ int cmd_run(int argc, char **argv)
 			       strerror(errno));
 			s->serial = stdout;
 			ret = -EINVAL;
-			goto out;
+			goto out_sig;
 		}
 	}
 
-	vmm_sigwatch_block(&w);
-	w.arg = s;
-	ret = vmm_sigwatch_start(&w);
-	if (ret)
-		goto out_sig;
 	ret = zero_mem_create(&s->o.mem, &s->mem, err, sizeof(err));
 	if (ret) {
 		pr_err("%s", err);
@@ -797,7 +802,6 @@ int cmd_run(int argc, char **argv)
 out_sig:
 	if (vmm_sigwatch_end(&w) && ret == -ECANCELED)
 		pr_err("interrupted before the guest started; nothing is left behind");
-out:
 	if (ret)
 		status = ret == -ECANCELED ? EXIT_INTERRUPTED :
 					     cli_exit_status(ret);
