@@ -670,7 +670,7 @@ int cmd_run(int argc, char **argv)
 	ret = vmm_sigwatch_start(&w);
 	if (!ret)
 		ret = prepare(s);
-	if (!ret && w.sig)
+	if (!ret && vmm_sigwatch_seen(&w))
 		ret = -ECANCELED;
 	if (ret)
 		goto out_sig;
@@ -712,8 +712,8 @@ int cmd_run(int argc, char **argv)
 	}
 	__atomic_store_n(&s->engine_ready, 1, __ATOMIC_RELEASE);
 	ret = prepare_memory(s);
-	if (ret || w.sig) {
-		if (w.sig || ret == -ECANCELED)
+	if (ret || vmm_sigwatch_seen(&w)) {
+		if (vmm_sigwatch_seen(&w) || ret == -ECANCELED)
 			ret = -ECANCELED;
 		else
 			pr_err("preparing guest memory failed: %s",
@@ -754,7 +754,7 @@ int cmd_run(int argc, char **argv)
 	}
 	/* From here the event loop's signalfd takes SIGINT and SIGTERM. */
 	vmm_sigwatch_pause(&w);
-	if (w.sig) {
+	if (vmm_sigwatch_seen(&w)) {
 		ret = -ECANCELED;
 		goto out_sig;
 	}

@@ -43,6 +43,11 @@ int vmm_sigwatch_start(struct vmm_sigwatch *w)
 	return -ret;
 }
 
+int vmm_sigwatch_seen(struct vmm_sigwatch *w)
+{
+	return __atomic_load_n(&w->sig, __ATOMIC_ACQUIRE);
+}
+
 void vmm_sigwatch_pause(struct vmm_sigwatch *w)
 {
 	if (w->started) {

@@ -24,6 +24,9 @@ struct vmm_sigwatch {
 void vmm_sigwatch_block(struct vmm_sigwatch *w);
 int vmm_sigwatch_start(struct vmm_sigwatch *w)
 	__attribute__((warn_unused_result));
+/* The first signal the watcher took, 0 if none (any thread). */
+int vmm_sigwatch_seen(struct vmm_sigwatch *w);
+
 /* Stops the watcher, signals stay blocked (for a signalfd). */
 void vmm_sigwatch_pause(struct vmm_sigwatch *w);
 
