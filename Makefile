@@ -61,7 +61,7 @@ Q := @
 quiet = @printf '  %-8s %s\n'
 endif
 
-LIB_SRCS := lib/log.c lib/size.c
+LIB_SRCS := $(wildcard lib/*.c)
 ARCH_SRCS := $(wildcard $(ARCH_DIR)/*.c $(ARCH_DIR)/*.S) arch/generic/clear.c
 ZERO_SRCS := $(wildcard zeroing/*.c)
 BENCH_SRCS := $(wildcard bench/*.c)

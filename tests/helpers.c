@@ -15,6 +15,7 @@
 #include <criterion/criterion.h>
 #include <sys/mman.h>
 
+#include "../zeroing/backend.h"
 #include "helpers.h"
 
 const char *test_zvmm_bin(void)
@@ -232,4 +233,14 @@ uint64_t test_json_u64(const char *out, const char *section, const char *key)
 	p = strstr(from, pat);
 	cr_assert_not_null(p, "no %s in: %s", key, out);
 	return strtoull(p + strlen(pat), NULL, 10);
+}
+
+struct criterion_test_params test_backend_params(void)
+{
+	static unsigned int idx[32];
+	unsigned int n = zero_backend_count();
+
+	for (unsigned int i = 0; i < n; i++)
+		idx[i] = i;
+	return cr_make_param_array(unsigned int, idx, n);
 }

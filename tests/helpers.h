@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <criterion/parameterized.h>
+
 #include "../zeroing/hugetlb.h"
 
 /*
@@ -57,6 +59,9 @@ long test_file_find_not_zero(const char *path, uint64_t bytes);
  * "@section": { when @section is set. Fails the test when it is absent.
  */
 uint64_t test_json_u64(const char *out, const char *section, const char *key);
+
+/* Parameters for one test per registry backend: their indices. */
+struct criterion_test_params test_backend_params(void);
 
 /* nr_hugepages for @page_bytes, or -1. */
 long test_nr_hugepages(uint64_t page_bytes);

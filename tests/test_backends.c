@@ -37,16 +37,6 @@ static const struct zero_backend *backend_or_skip(unsigned int i)
 	return b;
 }
 
-static struct criterion_test_params backend_params(void)
-{
-	static unsigned int idx[32];
-	unsigned int n = zero_backend_count();
-
-	for (unsigned int i = 0; i < n; i++)
-		idx[i] = i;
-	return cr_make_param_array(unsigned int, idx, n);
-}
-
 /* Poisons [p - GUARD, p + len + GUARD), clears [p, p + len), checks. */
 static void clear_and_check(const struct zero_backend *b, char *p, size_t len)
 {
@@ -67,7 +57,7 @@ static void clear_and_check(const struct zero_backend *b, char *p, size_t len)
 
 ParameterizedTestParameters(backends, range_and_guards)
 {
-	return backend_params();
+	return test_backend_params();
 }
 
 ParameterizedTest(unsigned int *i, backends, range_and_guards, .timeout = 120)
@@ -105,7 +95,7 @@ static void release(void)
 
 ParameterizedTestParameters(backends, one_gib_hugetlb)
 {
-	return backend_params();
+	return test_backend_params();
 }
 
 ParameterizedTest(unsigned int *i, backends, one_gib_hugetlb, .fini = release,
@@ -206,7 +196,7 @@ static void *reader(void *arg)
 
 ParameterizedTestParameters(backends, visible_to_other_cpu)
 {
-	return backend_params();
+	return test_backend_params();
 }
 
 ParameterizedTest(unsigned int *i, backends, visible_to_other_cpu,

@@ -108,16 +108,6 @@ static void assert_all_zero(struct zero_mem *m)
 	}
 }
 
-static struct criterion_test_params backend_params(void)
-{
-	static unsigned int idx[32];
-	unsigned int n = zero_backend_count();
-
-	for (unsigned int i = 0; i < n; i++)
-		idx[i] = i;
-	return cr_make_param_array(unsigned int, idx, n);
-}
-
 static void prezero_with(unsigned int i, uint64_t page, uint64_t bytes,
 			 uint64_t chunk)
 {
@@ -144,7 +134,7 @@ static void prezero_with(unsigned int i, uint64_t page, uint64_t bytes,
 
 ParameterizedTestParameters(engine, prezero_2m_every_backend)
 {
-	return backend_params();
+	return test_backend_params();
 }
 
 ParameterizedTest(unsigned int *i, engine, prezero_2m_every_backend,
@@ -156,7 +146,7 @@ ParameterizedTest(unsigned int *i, engine, prezero_2m_every_backend,
 
 ParameterizedTestParameters(engine, prezero_1g_every_backend)
 {
-	return backend_params();
+	return test_backend_params();
 }
 
 ParameterizedTest(unsigned int *i, engine, prezero_1g_every_backend,

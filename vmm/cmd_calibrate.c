@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../lib/file.h"
 #include "../lib/log.h"
 #include "../lib/size.h"
 #include "../zeroing/calibrate.h"
@@ -22,20 +23,6 @@ static void calibrate_usage(FILE *f)
 		"256K, 1M, 2M, 4M and 8M and writes a profile that `backend = auto`\n"
 		"reads. Default FILE: $XDG_CACHE_HOME/zvmm/calibration.ini\n"
 		"(~/.cache/zvmm/calibration.ini); '-' prints it.\n");
-}
-
-static int mkdir_parent(const char *path)
-{
-	char buf[PATH_MAX], *p;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (p = buf + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		if (mkdir(buf, 0755) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	return 0;
 }
 
 int cmd_calibrate(int argc, char **argv)
@@ -81,7 +68,7 @@ int cmd_calibrate(int argc, char **argv)
 		}
 		out = path;
 	}
-	if (strcmp(out, "-") && (ret = mkdir_parent(out))) {
+	if (strcmp(out, "-") && (ret = file_mkdir_parents(out, 0755))) {
 		pr_err("cannot create the directory for %s: %s", out,
 		       strerror(-ret));
 		return EXIT_USAGE;

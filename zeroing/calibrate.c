@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../lib/file.h"
 #include "../lib/log.h"
 #include "../lib/size.h"
 #include "calibrate.h"
@@ -142,28 +143,16 @@ int zero_profile_write(const struct zero_profile *p, const char *path)
 {
 	char tmp[PATH_MAX];
 	FILE *f;
-	int ret = 0;
 
 	if (!strcmp(path, "-")) {
 		profile_print(p, stdout);
 		return fflush(stdout) ? -errno : 0;
 	}
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >=
-	    (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	f = fopen(tmp, "we");
+	f = file_replace_open(path, tmp, sizeof(tmp));
 	if (!f)
 		return -errno;
 	profile_print(p, f);
-	if (ferror(f))
-		ret = -EIO;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (ret)
-		unlink(tmp);
-	return ret;
+	return file_replace_commit(f, tmp, path);
 }
 
 struct profile_parse {

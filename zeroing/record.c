@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../lib/file.h"
 #include "record.h"
 
 #define RECORD_VERSION 1
@@ -91,20 +92,6 @@ int zero_record_path(const struct zero_mem *m, char *buf, size_t len)
 		       -ENAMETOOLONG;
 }
 
-static int mkdirs(const char *path)
-{
-	char buf[PATH_MAX], *p;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (p = buf + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		if (mkdir(buf, 0700) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	return 0;
-}
-
 int zero_record_write(const struct zero_mem *m)
 {
 	char path[PATH_MAX], tmp[PATH_MAX + 16];
@@ -119,11 +106,10 @@ int zero_record_write(const struct zero_mem *m)
 	if (!ret)
 		ret = identity_of(m, &id);
 	if (!ret)
-		ret = mkdirs(path);
+		ret = file_mkdir_parents(path, 0700);
 	if (ret)
 		return ret;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "we");
+	f = file_replace_open(path, tmp, sizeof(tmp));
 	if (!f)
 		return -errno;
 	fprintf(f,
@@ -136,15 +122,7 @@ int zero_record_write(const struct zero_mem *m)
 		"\nstate = zero\nchecksum = %016" PRIx64 "\n",
 		id.version, id.device, id.inode, id.size, id.page_size,
 		id.pages, checksum(&id));
-	if (fflush(f) || fsync(fileno(f)))
-		ret = -errno;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (ret)
-		unlink(tmp);
-	return ret;
+	return file_replace_commit(f, tmp, path);
 }
 
 struct parsed {

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZVMM_LIB_FILE_H
+#define ZVMM_LIB_FILE_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* Creates the directories above @path (not @path itself). 0 or -errno. */
+int file_mkdir_parents(const char *path, mode_t mode)
+	__attribute__((warn_unused_result));
+
+/*
+ * Replacing a file atomically: file_replace_open() opens a temporary file
+ * next to @path (its name in @tmp), file_replace_commit() flushes, syncs
+ * and renames it over @path, or removes it on any error. A reader sees
+ * the old file or the whole new one, never half of it.
+ */
+FILE *file_replace_open(const char *path, char *tmp, size_t tmp_len);
+int file_replace_commit(FILE *f, const char *tmp, const char *path)
+	__attribute__((warn_unused_result));
+
+#endif
