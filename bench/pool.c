@@ -143,7 +143,7 @@ static int prezero_rows(struct bench *bn, uint64_t page, const unsigned int *w,
 		if (chunk > page)
 			continue;
 		/* backend=auto at this chunk size, as the engine would. */
-		ret = zero_backend_auto(chunk, NULL, &b, &gbps);
+		ret = zero_backend_auto(chunk, NULL, NULL, 0, &b, &gbps);
 		for (unsigned int k = 0; k < nw && !ret; k++) {
 			bn->step++;
 			ret = make_engine(m, b->name, w[k], chunk, &e);

@@ -11,8 +11,8 @@
  * then writes its exit code to port 0xf4 (0, or GUEST_EXIT_STALE when it
  * saw a non-zero byte). Command line: stride=4K|2M|1G (default 2M),
  * verify=N (default 1), pattern=BYTE (default 0x5a), vcpus=N (added by
- * zvmm; 1 when absent, as under QEMU), fault=triple (a test: triple-fault
- * on purpose). Work is kept small: every instruction may be emulated.
+ * zvmm; 1 when absent, as under QEMU), order=down (touch from the top of
+ * RAM down), fault=triple (a test: triple-fault on purpose). Work is kept small: every instruction may be emulated.
  */
 #include <stdint.h>
 
@@ -38,6 +38,7 @@ struct result {
 static struct result results[MAX_CPUS];
 static uint64_t stride = SZ_2M, verify = 1, nr_cpus = 1;
 static uint8_t pattern = 0x5a;
+static int down; /* order=down: from the top of RAM to the bottom */
 static uint64_t lo, hi; /* the range the vCPUs share */
 static const struct hvm_start_info *info;
 
@@ -156,17 +157,40 @@ static void map_ram(uint64_t top)
 				 : "rax", "memory");
 }
 
+/* Checks `verify` lines spread over the block at @a, then writes it. */
+static void touch_block(uint64_t a, struct result *r)
+{
+	for (uint64_t k = 0; k < verify; k++) {
+		const volatile uint64_t *l =
+			(const volatile uint64_t
+				 *)(uintptr_t)(a +
+					       (stride / verify * k & ~63ull));
+
+		for (int w = 0; w < 8; w++) {
+			uint64_t x = l[w];
+
+			for (; x; x >>= 8)
+				r->nonzero += (x & 0xff) != 0;
+		}
+	}
+	r->verified += verify * 64;
+	*(volatile uint8_t *)(uintptr_t)a = pattern;
+	r->touched += stride;
+}
+
 /*
- * One vCPU's share: for each stride-aligned block in [from, to) that is
- * RAM, check `verify` lines spread over the block, then write the
- * pattern at its start.
+ * One vCPU's share: each stride-aligned block in [from, to) that is RAM,
+ * bottom up, or top down with order=down (so that a host clearing
+ * bottom up meets the guest only half way: every fault before that
+ * needs a scrub).
  */
 static void touch(uint64_t from, uint64_t to, struct result *r)
 {
 	const struct hvm_memmap_table_entry *mm =
 		(const void *)(uintptr_t)info->memmap_paddr;
 
-	for (uint32_t e = 0; e < info->memmap_entries; e++) {
+	for (uint32_t i = 0; i < info->memmap_entries; i++) {
+		uint32_t e = down ? info->memmap_entries - 1 - i : i;
 		uint64_t a, b;
 
 		if (mm[e].type != HVM_MEMMAP_TYPE_RAM)
@@ -174,27 +198,15 @@ static void touch(uint64_t from, uint64_t to, struct result *r)
 		a = mm[e].addr > from ? mm[e].addr : from;
 		b = mm[e].addr + mm[e].size < to ? mm[e].addr + mm[e].size : to;
 		a = (a + stride - 1) & ~(stride - 1);
-		for (; a + stride <= b; a += stride) {
-			for (uint64_t k = 0; k < verify; k++) {
-				const volatile uint64_t *l =
-					(const volatile uint64_t
-						 *)(uintptr_t)(a +
-							       (stride /
-									verify *
-									k &
-								~63ull));
-
-				for (int w = 0; w < 8; w++) {
-					uint64_t x = l[w];
-
-					for (; x; x >>= 8)
-						r->nonzero += (x & 0xff) != 0;
-				}
-			}
-			r->verified += verify * 64;
-			*(volatile uint8_t *)(uintptr_t)a = pattern;
-			r->touched += stride;
-		}
+		b &= ~(stride - 1);
+		if (a >= b)
+			continue;
+		if (down)
+			for (uint64_t x = b; x > a; x -= stride)
+				touch_block(x - stride, r);
+		else
+			for (uint64_t x = a; x < b; x += stride)
+				touch_block(x, r);
 	}
 }
 
@@ -232,6 +244,7 @@ void guest_main(const struct hvm_start_info *si, uint32_t cpu)
 		if (verify > stride / 64)
 			verify = stride / 64;
 		pattern = (uint8_t)number(arg(cmd, "pattern="), 0x5a);
+		down = arg(cmd, "order=down") != 0;
 		nr_cpus = number(arg(cmd, "vcpus="), 1);
 		if (!nr_cpus || nr_cpus > MAX_CPUS)
 			nr_cpus = 1;

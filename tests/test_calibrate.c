@@ -69,7 +69,7 @@ Test(calibrate, profile_round_trip, .init = make_path, .fini = drop_path)
 		cr_assert_eq(q.e[c].best, p.e[c].best);
 	}
 	/* 4M falls back to the largest calibrated chunk below it: 1M. */
-	cr_assert_eq(zero_backend_auto(4 * SZ_1M, path, &b, &gbps), 0);
+	cr_assert_eq(zero_backend_auto(4 * SZ_1M, path, NULL, 0, &b, &gbps), 0);
 	cr_assert_str_eq(b->name, zero_backend_at((unsigned)p.e[0].best)->name);
 	cr_assert_float_eq(gbps, q.e[0].gbps[q.e[0].best], 0.01);
 }
@@ -110,7 +110,7 @@ Test(calibrate, profile_of_other_cpu_is_stale, .init = make_path_quiet,
 		"[profile]\nversion = 1\narch = pdp11\ncpu = x\nfeatures = none\n[chunk 2M]\nbest = memset\nmemset = 1.0\n");
 	cr_assert_eq(zero_profile_read(path, &p, &line), -ESTALE);
 	/* auto measures instead of trusting it. */
-	cr_assert_eq(zero_backend_auto(SZ_2M, path, &b, &gbps), 0);
+	cr_assert_eq(zero_backend_auto(SZ_2M, path, NULL, 0, &b, &gbps), 0);
 	cr_assert(zero_backend_runs_here(b));
 	cr_assert_gt(gbps, 0);
 }
@@ -120,8 +120,8 @@ Test(calibrate, auto_without_profile_measures)
 	const struct zero_backend *b;
 	double gbps;
 
-	cr_assert_eq(zero_backend_auto(SZ_2M, "/nonexistent/zvmm.ini", &b,
-				       &gbps),
+	cr_assert_eq(zero_backend_auto(SZ_2M, "/nonexistent/zvmm.ini", NULL, 0,
+				       &b, &gbps),
 		     0);
 	cr_assert(zero_backend_runs_here(b));
 	cr_assert_gt(gbps, 0);

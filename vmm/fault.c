@@ -32,7 +32,9 @@ int vmm_faults_open(struct vmm_faults *f, struct zero_mem *mem,
 	f->engine = engine;
 	f->pending = calloc(mem->nr_pages, sizeof(*f->pending));
 	f->lat_us = calloc(mem->nr_pages, sizeof(*f->lat_us));
-	if (!f->pending || !f->lat_us) {
+	f->busy = calloc(mem->nr_pages, sizeof(*f->busy));
+	f->busy_us = calloc(mem->nr_pages, sizeof(*f->busy_us));
+	if (!f->pending || !f->lat_us || !f->busy || !f->busy_us) {
 		snprintf(err, len, "out of memory for fault tracking");
 		ret = -ENOMEM;
 		goto fail;
@@ -89,8 +91,12 @@ void vmm_faults_close(struct vmm_faults *f)
 	f->uffd = f->done_fd = -1;
 	free(f->pending);
 	free(f->lat_us);
+	free(f->busy);
+	free(f->busy_us);
 	f->pending = NULL;
 	f->lat_us = NULL;
+	f->busy = NULL;
+	f->busy_us = NULL;
 }
 
 /*
@@ -125,9 +131,13 @@ static int map_page(struct vmm_faults *f, uint64_t page)
 		return -errno;
 	}
 	if (f->pending[page] > 0) {
+		double us = (zero_now() - f->pending[page]) * 1e6;
+
 		if (f->nr_lat < f->mem->nr_pages)
-			f->lat_us[f->nr_lat++] =
-				(zero_now() - f->pending[page]) * 1e6;
+			f->lat_us[f->nr_lat++] = us;
+		if (f->busy[page] && f->nr_busy < f->mem->nr_pages)
+			f->busy_us[f->nr_busy++] = us;
+		f->busy[page] = 0;
 		f->pending[page] = 0;
 		f->pages++;
 	}
@@ -150,6 +160,10 @@ static int serve(struct vmm_faults *f, uint64_t page)
 	if (ret == 0)
 		return map_page(f, page);
 	if (ret == 1) {
+		struct zero_pool_stats st;
+
+		zero_engine_stats(f->engine, &st);
+		f->busy[page] = st.bg_active;
 		f->scrubbed_pages++;
 		return 0;
 	}
@@ -253,13 +267,23 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-double vmm_faults_latency(struct vmm_faults *f, double q)
+static double percentile(double *v, size_t n, double q)
 {
 	size_t i;
 
-	if (!f->nr_lat)
+	if (!n)
 		return 0;
-	qsort(f->lat_us, f->nr_lat, sizeof(double), cmp_double);
-	i = (size_t)(q * (double)(f->nr_lat - 1) + 0.5);
-	return f->lat_us[i < f->nr_lat ? i : f->nr_lat - 1];
+	qsort(v, n, sizeof(double), cmp_double);
+	i = (size_t)(q * (double)(n - 1) + 0.5);
+	return v[i < n ? i : n - 1];
+}
+
+double vmm_faults_latency(struct vmm_faults *f, double q)
+{
+	return percentile(f->lat_us, f->nr_lat, q);
+}
+
+double vmm_faults_busy_latency(struct vmm_faults *f, double q)
+{
+	return percentile(f->busy_us, f->nr_busy, q);
 }

@@ -28,6 +28,15 @@ struct vmm_faults {
 	uint64_t scrubbed_pages; /* of those, scrubbed first */
 	double *lat_us; /* fault read -> UFFDIO_CONTINUE, per page */
 	size_t nr_lat;
+	/*
+	 * Of those, faults that needed a scrub while a background pass was
+	 * running: they wait for a worker to finish its chunk, so their
+	 * latency is the one the chunk size trades against background
+	 * throughput (seed 000's 8 MiB bound).
+	 */
+	uint8_t *busy; /* per page: its scrub was queued behind background */
+	double *busy_us;
+	size_t nr_busy;
 	int error;
 };
 
@@ -60,5 +69,8 @@ void vmm_faults_drain(struct vmm_faults *f, arch_clear_fn clear);
 
 /* Latency percentile @q (0..1) in microseconds, 0 without faults. */
 double vmm_faults_latency(struct vmm_faults *f, double q);
+
+/* The same for the faults scrubbed while background work ran. */
+double vmm_faults_busy_latency(struct vmm_faults *f, double q);
 
 #endif

@@ -71,9 +71,6 @@ static int warm_buffer(uint64_t bytes, void **out)
 int zero_calibrate(const uint64_t *chunks, unsigned int nr, uint64_t buf_bytes,
 		   unsigned int reps, struct zero_profile *p)
 {
-	const struct zero_backend *b;
-	double t[16], best;
-	unsigned int i, c, r;
 	void *buf = NULL;
 	int ret;
 
@@ -82,6 +79,21 @@ int zero_calibrate(const uint64_t *chunks, unsigned int nr, uint64_t buf_bytes,
 	ret = warm_buffer(buf_bytes, &buf);
 	if (ret)
 		return ret;
+	ret = zero_calibrate_on(chunks, nr, buf, buf_bytes, reps, p);
+	munmap(buf, buf_bytes);
+	return ret;
+}
+
+int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
+		      uint64_t buf_bytes, unsigned int reps,
+		      struct zero_profile *p)
+{
+	const struct zero_backend *b;
+	double t[16], best;
+	unsigned int i, c, r;
+
+	if (nr > ZERO_PROFILE_MAX_CHUNKS || reps == 0 || reps > 16)
+		return -EINVAL;
 	memset(p, 0, sizeof(*p));
 	snprintf(p->arch, sizeof(p->arch), "%s", arch_name);
 	arch_cpu_model(p->cpu, sizeof(p->cpu));
@@ -107,7 +119,6 @@ int zero_calibrate(const uint64_t *chunks, unsigned int nr, uint64_t buf_bytes,
 			}
 		}
 	}
-	munmap(buf, buf_bytes);
 	return 0;
 }
 
@@ -272,8 +283,9 @@ profile_entry(const struct zero_profile *p, uint64_t chunk)
 	return pick;
 }
 
-int zero_backend_auto(uint64_t chunk, const char *profile_path,
-		      const struct zero_backend **out, double *gbps)
+int zero_backend_auto(uint64_t chunk, const char *profile_path, void *scratch,
+		      uint64_t scratch_bytes, const struct zero_backend **out,
+		      double *gbps)
 {
 	struct zero_profile p;
 	const struct zero_profile_entry *e;
@@ -289,7 +301,11 @@ int zero_backend_auto(uint64_t chunk, const char *profile_path,
 			profile_path);
 	if (ret) {
 		/* 64 MiB: twice this machine's L3, small enough for ~50 ms. */
-		ret = zero_calibrate(&chunk, 1, 64 * SZ_1M, 3, &p);
+		if (scratch && scratch_bytes >= ZERO_AUTO_BYTES)
+			ret = zero_calibrate_on(&chunk, 1, scratch,
+						ZERO_AUTO_BYTES, 3, &p);
+		else
+			ret = zero_calibrate(&chunk, 1, ZERO_AUTO_BYTES, 3, &p);
 		if (ret)
 			return ret;
 	}

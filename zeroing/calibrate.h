@@ -53,6 +53,16 @@ int zero_calibrate(const uint64_t *chunks, unsigned int nr, uint64_t buf_bytes,
 		   unsigned int reps, struct zero_profile *p)
 	__attribute__((warn_unused_result));
 
+/* The same on the caller's @buf (its contents are overwritten). */
+int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
+		      uint64_t buf_bytes, unsigned int reps,
+		      struct zero_profile *p)
+	__attribute__((warn_unused_result));
+
+/* What backend=auto measures without a profile: 64 MiB, twice this
+ * machine's L3 and small enough for ~50 ms per chunk size. */
+#define ZERO_AUTO_BYTES (64ull << 20)
+
 /* Writes @p to @path ("-" for stdout), atomically. */
 int zero_profile_write(const struct zero_profile *p, const char *path)
 	__attribute__((warn_unused_result));
@@ -73,10 +83,12 @@ int zero_profile_default_path(char *buf, size_t len)
 /*
  * backend=auto: the fastest backend at @chunk, from the profile at
  * @profile_path when it is there and fits this CPU, else from a quick
- * measurement. *gbps gets the rate it was picked for.
+ * measurement over ZERO_AUTO_BYTES of @scratch (memory the caller will
+ * clear anyway) or, when @scratch_bytes is smaller, of a buffer of its
+ * own. *gbps gets the rate it was picked for.
  */
-int zero_backend_auto(uint64_t chunk, const char *profile_path,
-		      const struct zero_backend **out, double *gbps)
-	__attribute__((warn_unused_result));
+int zero_backend_auto(uint64_t chunk, const char *profile_path, void *scratch,
+		      uint64_t scratch_bytes, const struct zero_backend **out,
+		      double *gbps) __attribute__((warn_unused_result));
 
 #endif

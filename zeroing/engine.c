@@ -21,10 +21,38 @@ uint64_t zero_chunk_auto(double gbps, uint64_t page_bytes)
 	return c < page_bytes ? c : page_bytes;
 }
 
+/*
+ * The first run of DIRTY pages of at least ZERO_AUTO_BYTES, through the
+ * alias mapping: measuring backends there costs no memory of zvmm's own
+ * (a 64 MiB buffer would be most of its RSS) and clears pages that are
+ * scrubbed again anyway. They stay DIRTY: nothing is promised for them.
+ */
+static void *dirty_run(struct zero_mem *m, uint64_t *bytes)
+{
+	uint64_t first = 0, n = 0;
+
+	for (uint64_t p = 0; p < m->nr_pages; p++) {
+		if (zero_page_get(m->pages, p) != ZP_DIRTY) {
+			n = 0;
+			continue;
+		}
+		if (!n++)
+			first = p;
+		if (n * m->page_bytes >= ZERO_AUTO_BYTES) {
+			*bytes = n * m->page_bytes;
+			return zero_mem_alias_page(m, first);
+		}
+	}
+	*bytes = 0;
+	return NULL;
+}
+
 static int pick_backend(struct zero_engine *e, const char *profile, char *err,
 			size_t len)
 {
+	uint64_t scratch_bytes;
 	char path[4096];
+	void *scratch;
 	int ret;
 
 	if (strcmp(e->pol.backend, "auto")) {
@@ -53,8 +81,10 @@ static int pick_backend(struct zero_engine *e, const char *profile, char *err,
 		}
 	}
 	/* Choose at the chunk in use, or at 2 MiB before it is known. */
+	scratch = dirty_run(e->mem, &scratch_bytes);
 	ret = zero_backend_auto(e->pol.chunk ? e->pol.chunk : SZ_2M, profile,
-				&e->backend, &e->backend_gbps);
+				scratch, scratch_bytes, &e->backend,
+				&e->backend_gbps);
 	if (ret)
 		snprintf(err, len,
 			 "cannot measure the backends for backend = auto: %s",
