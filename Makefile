@@ -1,5 +1,5 @@
 # zvmm: `make` builds build/zvmm, `make test` runs every test, `make bench`
-# measures the backends, `make deps` installs what the build needs.
+# runs the benchmark suite against QEMU and the kernel, `make deps` installs what the build needs.
 # V=1 shows full command lines; SANITIZE=address,undefined or
 # SANITIZE=thread builds (and tests) with sanitizers under their own tree.
 
@@ -83,7 +83,8 @@ ARM64_SRCS := arch/arm64/clear.c arch/arm64/cpu.c arch/generic/clear.c \
 ARM64_TEST := $(O)/tests/arm64/test-arm64
 
 .DELETE_ON_ERROR:
-.PHONY: all test test-arm64 test-unit bench bench-launch bench-demand deps clean \
+.PHONY: all test test-arm64 test-unit bench bench-smoke bench-backends \
+	bench-launch bench-demand deps clean \
 	format FORCE
 
 all: $(O)/zvmm
@@ -184,7 +185,19 @@ FORCE:
 
 test: test-arm64 test-unit
 
-bench: $(O)/zvmm
+# The suite (bench/suite.sh, root, ~15 min): backends, launch against
+# QEMU, fault latency against chunk size; report, JSON and plots in
+# bench/results/. bench-smoke runs one small size per method (CI).
+bench: $(O)/zvmm $(O)/bench/poison
+	$(Q)ZVMM=$(O)/zvmm ELF=$(GUEST_ELF) POISON=$(O)/bench/poison \
+		bash bench/suite.sh
+
+bench-smoke: $(O)/zvmm $(O)/bench/poison
+	$(Q)ZVMM=$(O)/zvmm ELF=$(GUEST_ELF) POISON=$(O)/bench/poison \
+		OUT=$(O)/bench-smoke bash bench/suite.sh --smoke
+
+# The backend table alone.
+bench-backends: $(O)/zvmm
 	$(Q)$(O)/zvmm bench $(BENCH_ARGS)
 
 $(O)/bench/poison: bench/tools/poison.c

@@ -1,0 +1,378 @@
+#!/usr/bin/env bash
+# zvmm's benchmark suite: zvmm against its peers on this machine, in one
+# run, with the same memory and the same guest image (touch.elf):
+#
+#  1. the backend table of `zvmm bench` (extents 4K to 1G) with the
+#     kernel's hugetlb fault zeroing (kernel:demand, kernel:populate);
+#  2. launch to ready (exec to the guest's first serial line) and to the
+#     guest's report, at SIZES GiB with PAGES pages, for zvmm prezero on
+#     fresh memory, zvmm prezero/demand/hybrid on a warm poisoned pool,
+#     a zvmm relaunch after on_exit=scrub, and QEMU (microvm, memfd
+#     hugetlb backend) with prealloc=on (prealloc-threads = zvmm's
+#     workers) and prealloc=off;
+#  3. demand-fault latency against chunk size while hybrid background
+#     work runs (the guest touches top down, background clears bottom
+#     up), with the background's own throughput;
+#  4. zvmm's own time and RSS at the largest size.
+#
+# zvmm runs with a calibration profile (`zvmm calibrate`, into a cache
+# directory of the suite's own), as a deployment would.
+#
+# Every point is REPS runs on warm memory (the hugepages are reserved and
+# touched once before any timing; DESIGN.md 7); bench/report.sh turns the
+# samples into the Markdown report, the JSON and the plots. Hugepage
+# counts, mounts, pool files and state records are put back on exit,
+# also on SIGINT/SIGTERM.
+#
+# Usage (root): bench/suite.sh [--smoke]   (make bench-suite, make
+# bench-smoke). Environment: OUT, SIZES, PAGES, REPS, CHUNKS, CHUNK_PAGE,
+# CHUNK_GIB, BENCH_SIZE, ZVMM, ELF, POISON.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SMOKE=0
+case ${1:-} in
+--smoke) SMOKE=1 ;;
+"") ;;
+-h | --help)
+	sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
+	exit 0
+	;;
+*)
+	echo "suite.sh: unknown argument '$1' (try --smoke or --help)" >&2
+	exit 2
+	;;
+esac
+
+ZVMM=${ZVMM:-build/zvmm}
+ELF=${ELF:-build/guest/touch.elf}
+POISON=${POISON:-build/bench/poison}
+if [ "$SMOKE" = 1 ]; then
+	# One small size per method, one run each: the scripts cannot rot.
+	OUT=${OUT:-build/bench-smoke}
+	SIZES=${SIZES:-1}
+	PAGES=${PAGES:-2M}
+	REPS=${REPS:-1}
+	CHUNKS=${CHUNKS:-"256K 2M"}
+	CHUNK_PAGE=${CHUNK_PAGE:-2M}
+	CHUNK_GIB=${CHUNK_GIB:-1}
+	BENCH_SIZE=${BENCH_SIZE:-256M}
+else
+	OUT=${OUT:-bench/results}
+	SIZES=${SIZES:-"1 2 4 8 16"}
+	PAGES=${PAGES:-"2M 1G"}
+	REPS=${REPS:-5}
+	CHUNKS=${CHUNKS:-"256K 2M 8M 64M"}
+	# Chunks are cut inside one hugepage (DESIGN.md 5): only 1 GiB
+	# pages hold 8M and 64M chunks, as the kernel's 1 GiB folios do.
+	CHUNK_PAGE=${CHUNK_PAGE:-1G}
+	CHUNK_GIB=${CHUNK_GIB:-16}
+	BENCH_SIZE=${BENCH_SIZE:-4G}
+fi
+CMDLINE="stride=2M verify=1"
+MAX_GIB=$(printf '%s\n' $SIZES "$CHUNK_GIB" | sort -n | tail -1)
+
+die() {
+	echo "suite.sh: $*" >&2
+	exit "${2:-1}"
+}
+[ "$(id -u)" = 0 ] || die "run as root: it reserves hugepages and gives them back" 3
+command -v qemu-system-x86_64 >/dev/null || die "needs qemu-system-x86 (make deps)" 3
+command -v gnuplot >/dev/null || die "needs gnuplot (apt-get install gnuplot-nox, or make deps)" 3
+[ -r /dev/kvm ] || die "needs /dev/kvm" 3
+[ -x "$ZVMM" ] && [ -f "$ELF" ] && [ -x "$POISON" ] ||
+	die "run 'make $ZVMM $POISON' first (or make bench-suite)" 2
+
+mkdir -p "$OUT"
+RAW=$OUT/raw.tsv
+LOG=$OUT/suite.log
+: >"$LOG"
+printf 'section\tmethod\tpage\tgib\tchunk\trep\tmetric\tvalue\n' >"$RAW"
+
+MNT=$(mktemp -d /tmp/zvmm-suite.XXXXXX)
+export ZVMM_STATE_DIR=$MNT.state
+# zvmm runs as a deployment would: with a calibration profile, so that
+# backend = auto reads it instead of measuring at every launch. Its own
+# cache directory, so the user's profile is left alone.
+export XDG_CACHE_HOME=$MNT.cache
+J=$MNT.json
+declare -A saved
+for f in /sys/kernel/mm/hugepages/hugepages-*/nr_hugepages; do saved[$f]=$(cat "$f"); done
+CHILD=""
+
+cleanup() {
+	trap - EXIT INT TERM
+	set +e
+	if [ -n "$CHILD" ]; then
+		kill "$CHILD" 2>/dev/null
+		wait "$CHILD" 2>/dev/null
+	fi
+	rm -f "$MNT/pool" "$J" 2>/dev/null
+	umount "$MNT" 2>/dev/null
+	rmdir "$MNT" 2>/dev/null
+	rm -rf "$ZVMM_STATE_DIR" "$XDG_CACHE_HOME"
+	for f in "${!saved[@]}"; do echo "${saved[$f]}" >"$f"; done
+	[ -t 2 ] && printf '\r\033[K' >&2
+	return 0
+}
+trap 'cleanup' EXIT
+trap 'echo "suite.sh: interrupted; hugepages and pool files put back" >&2; cleanup; exit 130' INT TERM
+
+sysfs() {
+	echo /sys/kernel/mm/hugepages/hugepages-$([ "$1" = 1G ] && echo 1048576 || echo 2048)kB/$2
+}
+page_bytes() { [ "$1" = 1G ] && echo $((1 << 30)) || echo $((2 << 20)); }
+
+# Progress: one line, rewritten on a terminal, one per point otherwise.
+STEP=0
+TOTAL=0
+progress() {
+	STEP=$((STEP + 1))
+	if [ -t 2 ]; then
+		printf '\r\033[K[%3d/%d] %s' "$STEP" "$TOTAL" "$*" >&2
+	else
+		printf '[%3d/%d] %s\n' "$STEP" "$TOTAL" "$*" >&2
+	fi
+}
+
+# child CMD...: runs CMD in the background and waits, so that a signal
+# reaches the trap at once (cleanup then stops CMD) rather than after it.
+child() {
+	local rc=0
+	"$@" &
+	CHILD=$!
+	wait "$CHILD" || rc=$?
+	CHILD=""
+	return $rc
+}
+
+sample() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RAW"; }
+
+# jget SECTION KEY: a number from zvmm's JSON report in $J ("" top level)
+jget() {
+	local from
+	if [ -n "$1" ]; then
+		from=$(grep -o "\"$1\": {.*" "$J" | head -1)
+	else
+		from=$(cat "$J")
+	fi
+	grep -o "\"$2\": [0-9.]*" <<<"$from" | head -1 | awk '{print $2}'
+}
+
+us_since() {
+	local a=${1/./} b=${2/./}
+	echo $((10#$b - 10#$a))
+}
+ms() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
+
+# timed CMD...: runs CMD with its stdout read here; sets T_READY and
+# T_REPORT (ms from exec to the guest's ZVMM-TOUCH-START and ZVMM-REPORT
+# lines, "nan" when missing), REPORT (that line) and RC.
+timed() {
+	local t0 now line
+	T_READY=nan T_REPORT=nan REPORT=""
+	t0=$EPOCHREALTIME
+	exec {fd}< <(exec "$@" 2>>"$LOG")
+	CHILD=$!
+	while IFS= read -r line <&$fd; do
+		now=$EPOCHREALTIME
+		case $line in
+		ZVMM-TOUCH-START*)
+			[ "$T_READY" = nan ] && T_READY=$(ms "$(us_since "$t0" "$now")")
+			;;
+		ZVMM-REPORT*)
+			if [ -z "$REPORT" ]; then
+				T_REPORT=$(ms "$(us_since "$t0" "$now")")
+				REPORT=$line
+			fi
+			;;
+		esac
+	done
+	exec {fd}<&-
+	RC=0
+	wait "$CHILD" || RC=$?
+	CHILD=""
+}
+
+STALE=0
+# record METHOD PAGE GIB REP: the samples of the run just timed
+record() {
+	local nz
+	sample launch "$1" "$2" "$3" - "$4" ready_ms "$T_READY"
+	sample launch "$1" "$2" "$3" - "$4" report_ms "$T_REPORT"
+	nz=$(grep -o '"nonzero_bytes":[0-9]*' <<<"$REPORT" | cut -d: -f2)
+	if [ -z "$REPORT" ] || [ "${nz:-1}" != 0 ]; then
+		echo "suite.sh: $1 $2 $3 GiB rep $4: exit $RC, report '${REPORT:-none}' (see $LOG)" >&2
+		STALE=$((STALE + 1))
+	fi
+	case $1 in
+	zvmm-*)
+		sample launch "$1" "$2" "$3" - "$4" zvmm_ready_ms "$(jget launch ready_ms)"
+		sample launch "$1" "$2" "$3" - "$4" max_rss_kib "$(jget process max_rss_kib)"
+		sample launch "$1" "$2" "$3" - "$4" cpu_s \
+			"$(awk -v u="$(jget process user_s)" -v s="$(jget process sys_s)" 'BEGIN {print u + s}')"
+		sample launch "$1" "$2" "$3" - "$4" prezero_gbps "$(jget prezero gbps)"
+		sample launch "$1" "$2" "$3" - "$4" faults "$(jget demand faults)"
+		;;
+	esac
+}
+
+zvmm_run() { # GIB PAGE POLICY [ARGS...]
+	local gib=$1 page=$2 pol=$3
+	shift 3
+	timed "$ZVMM" run --mem "${gib}G" --hugepages "$page" \
+		--policy "configs/$pol.conf" --cmdline "$CMDLINE" --quiet \
+		--json "$J" "$@"
+}
+
+qemu_run() { # GIB PAGE on|off
+	local pre=prealloc=off
+	[ "$3" = on ] && pre="prealloc=on,prealloc-threads=$THREADS"
+	timed qemu-system-x86_64 \
+		-M microvm,x-option-roms=off,memory-backend=m0 -cpu qemu64 \
+		-accel kvm -m "${1}G" \
+		-object "memory-backend-memfd,id=m0,size=${1}G,hugetlb=on,hugetlbsize=$2,$pre" \
+		-nodefaults -nographic -serial stdio \
+		-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+		-kernel "$ELF" -append "$CMDLINE"
+}
+
+pool_run() { # GIB PAGE POLICY [ARGS...]: on the pool file, kept dirty
+	local gib=$1 page=$2 pol=$3
+	shift 3
+	child "$POISON" "$MNT/pool" $((gib << 30))
+	zvmm_run "$gib" "$page" "$pol" --pool "$MNT/pool" \
+		--set pool.on_exit=keep "$@"
+}
+
+# reserve PAGE GIB: the pool holds GIB of PAGE pages beyond the saved
+# count, every page touched once; returns 1 when the kernel has fewer.
+reserve() {
+	local f n
+	for f in "${!saved[@]}"; do echo "${saved[$f]}" >"$f"; done
+	umount "$MNT" 2>/dev/null || true
+	f=$(sysfs "$1" nr_hugepages)
+	n=$((($2 << 30) / $(page_bytes "$1")))
+	echo 1 >/proc/sys/vm/compact_memory
+	echo $((${saved[$f]} + n)) >"$f"
+	[ "$(cat "$(sysfs "$1" free_hugepages)")" -ge "$n" ] || return 1
+	mount -t hugetlbfs -o pagesize="$1" none "$MNT"
+	# Untimed: the first touch of memory the host reclaimed is slow.
+	child "$ZVMM" run --mem "${2}G" --hugepages "$1" \
+		--policy configs/prezero.conf --quiet --json "$J" \
+		>/dev/null 2>>"$LOG" || true
+	THREADS=$(jget policy workers)
+	THREADS=${THREADS:-2}
+}
+
+count() { set -- $1; echo $#; }
+NS=$(count "$SIZES")
+NP=$(count "$PAGES")
+NC=$(count "$CHUNKS")
+TOTAL=$((2 + NP * NS * 7 + NC + 1))
+
+{
+	echo "date	$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "host	$(hostname)"
+	echo "cpu	$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+	echo "cpus	$(nproc)"
+	echo "numa_nodes	$(ls -d /sys/devices/system/node/node[0-9]* 2>/dev/null | wc -l)"
+	echo "mem_gib	$(awk '/MemTotal/ {printf "%.1f", $2 / 1048576}' /proc/meminfo)"
+	echo "kernel	$(uname -r)"
+	echo "os	$(. /etc/os-release && echo "$PRETTY_NAME")"
+	echo "qemu	$(qemu-system-x86_64 --version | head -1)"
+	echo "zvmm	$(git describe --always --dirty 2>/dev/null || echo unknown)"
+	echo "reps	$REPS"
+	echo "sizes	$SIZES"
+	echo "pages	$PAGES"
+	echo "chunks	$CHUNKS"
+	echo "chunk_page	$CHUNK_PAGE"
+	echo "chunk_gib	$CHUNK_GIB"
+	echo "smoke	$SMOKE"
+	echo "cmdline	$CMDLINE"
+} >"$OUT/machine.tsv"
+
+progress "zvmm calibrate (the profile backend = auto reads)"
+child "$ZVMM" calibrate --quiet 2>>"$LOG"
+
+progress "zvmm bench: backends and kernel fault zeroing ($BENCH_SIZE, $REPS reps)"
+child "$ZVMM" bench --size "$BENCH_SIZE" --reps "$REPS" --quiet \
+	--json "$OUT/backends.json" --plot "$OUT" >"$OUT/backends.txt" 2>>"$LOG"
+
+for page in $PAGES; do
+	need=$MAX_GIB
+	[ "$page" = "$CHUNK_PAGE" ] || need=$(printf '%s\n' $SIZES | sort -n | tail -1)
+	while ! reserve "$page" "$need"; do
+		# Fragmented memory may not give 1 GiB pages: measure what fits.
+		echo "suite.sh: cannot reserve $need GiB of $page pages; trying less" >&2
+		need=$((need / 2))
+		[ "$need" -ge 1 ] || die "no $page hugepages can be reserved" 3
+	done
+	sample meta - "$page" "$need" - - reserved_gib "$need"
+	sample meta - "$page" - - - workers "$THREADS"
+	printf 'workers_%s\t%s\n' "$page" "$THREADS" >>"$OUT/machine.tsv"
+	for gib in $SIZES; do
+		if [ "$gib" -gt "$need" ]; then
+			STEP=$((STEP + 7))
+			continue
+		fi
+		rm -f "$MNT/pool"
+		progress "$page $gib GiB zvmm prezero, fresh memory"
+		for r in $(seq "$REPS"); do
+			zvmm_run "$gib" "$page" prezero
+			record zvmm-prezero-fresh "$page" "$gib" "$r"
+		done
+		progress "$page $gib GiB QEMU prealloc=on, $THREADS threads"
+		for r in $(seq "$REPS"); do
+			qemu_run "$gib" "$page" on
+			record qemu-prealloc "$page" "$gib" "$r"
+		done
+		progress "$page $gib GiB QEMU prealloc=off"
+		for r in $(seq "$REPS"); do
+			qemu_run "$gib" "$page" off
+			record qemu-noprealloc "$page" "$gib" "$r"
+		done
+		for pol in prezero demand hybrid; do
+			progress "$page $gib GiB zvmm $pol, warm poisoned pool"
+			for r in $(seq "$REPS"); do
+				pool_run "$gib" "$page" "$pol"
+				record "zvmm-$pol-warm" "$page" "$gib" "$r"
+			done
+		done
+		progress "$page $gib GiB zvmm relaunch after on_exit=scrub"
+		for r in $(seq "$REPS"); do
+			pool_run "$gib" "$page" demand --set pool.on_exit=scrub
+			zvmm_run "$gib" "$page" hybrid --pool "$MNT/pool" \
+				--set pool.on_exit=keep
+			record zvmm-relaunch-scrubbed "$page" "$gib" "$r"
+		done
+		rm -f "$MNT/pool" "$ZVMM_STATE_DIR"/* 2>/dev/null || true
+	done
+	[ "$page" = "$CHUNK_PAGE" ] || continue
+	gib=$((CHUNK_GIB < need ? CHUNK_GIB : need))
+	CMDLINE="stride=2M verify=1 order=down"
+	for c in $CHUNKS; do
+		progress "$page $gib GiB hybrid fault latency, chunk $c"
+		for r in $(seq "$REPS"); do
+			pool_run "$gib" "$page" hybrid --set "zeroing.chunk=$c"
+			sample chunk hybrid "$page" "$gib" "$c" "$r" chunk_bytes "$(jget policy chunk_bytes)"
+			for k in faults p50 p99 max; do
+				sample chunk hybrid "$page" "$gib" "$c" "$r" "busy_$k" "$(jget busy_latency_us "$k")"
+			done
+			sample chunk hybrid "$page" "$gib" "$c" "$r" bg_bytes "$(jget background bytes)"
+			sample chunk hybrid "$page" "$gib" "$c" "$r" bg_seconds "$(jget background seconds)"
+			sample chunk hybrid "$page" "$gib" "$c" "$r" scrubbed_pages "$(jget demand scrubbed_pages)"
+		done
+	done
+	CMDLINE="stride=2M verify=1"
+	rm -f "$MNT/pool"
+done
+
+progress "report"
+bash bench/report.sh "$OUT"
+[ -t 2 ] && printf '\r\033[K' >&2
+echo "report: $OUT/report.md (JSON $OUT/suite.json, plots $OUT/*.svg)"
+if [ "$STALE" -gt 0 ]; then
+	echo "suite.sh: $STALE runs ended without a clean guest report; see $LOG" >&2
+	exit 1
+fi
