@@ -30,6 +30,8 @@
 #include "sigwatch.h"
 
 #define EXIT_CRASH 4
+/* As timeout(1): the guest ran past --timeout. */
+#define EXIT_TIMEOUT 124
 
 /* The touch guest, built into this binary (vmm/guest_image.S). */
 extern const unsigned char zvmm_guest_image[];
@@ -43,6 +45,7 @@ struct run_opts {
 	unsigned int vcpus;
 	const char *policy, *guest, *cmdline, *json, *serial, *kvm;
 	struct cli_sets sets;
+	double timeout; /* seconds of guest run time, 0: none */
 	bool quiet, verbose, reserve;
 };
 
@@ -53,7 +56,7 @@ static void run_usage(FILE *f)
 		"                [--set KEY=VALUE]... [--vcpus N] [--guest ELF]\n"
 		"                [--cmdline STR] [--pool PATH] [--json FILE|-]\n"
 		"                [--serial FILE] [--quiet] [--verbose] [--kvm PATH]\n"
-		"                [--reserve]\n"
+		"                [--reserve] [--timeout SECONDS]\n"
 		"\n"
 		"Boots a PVH guest (by default the built-in touch guest) on hugepage\n"
 		"memory zeroed by the policy (default: hybrid), and reports the launch\n"
@@ -78,9 +81,11 @@ static void run_usage(FILE *f)
 		"  --kvm PATH          KVM device (default /dev/kvm)\n"
 		"  --reserve           as root, raise the hugepage pool to fit and put\n"
 		"                      the old count back at exit\n"
+		"  --timeout SECONDS   stop the guest after it ran this long (from\n"
+		"                      its first instruction; decimals allowed)\n"
 		"\n"
 		"Exit status: the guest's exit code, 2 usage, 3 missing resources,\n"
-		"4 guest crash, 130 interrupted, 1 other errors.\n",
+		"4 guest crash, 124 timed out, 130 interrupted, 1 other errors.\n",
 		VMM_MAX_VCPUS);
 }
 
@@ -101,6 +106,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "kvm", required_argument, NULL, 'k' },
 		{ "reserve", no_argument, NULL, 'r' },
+		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -166,6 +172,16 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			break;
 		case 'r':
 			o->reserve = true;
+			break;
+		case 't':
+			errno = 0;
+			o->timeout = strtod(optarg, &end);
+			if (errno || end == optarg || *end ||
+			    !(o->timeout > 0 && o->timeout <= 1e7)) {
+				pr_err("--timeout '%s': give seconds, more than 0 and at most 10000000 (e.g. 30 or 0.5)",
+				       optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'h':
 			run_usage(stdout);
@@ -580,7 +596,9 @@ static void drain_faults(void *arg)
 
 static int run_loop(struct run_state *s)
 {
-	struct vmm_loop l = { .vm = s->vm, .engine = s->engine };
+	struct vmm_loop l = { .vm = s->vm,
+			      .engine = s->engine,
+			      .timeout = s->o.timeout };
 	sigset_t set;
 	int ret;
 
@@ -792,6 +810,11 @@ int cmd_run(int argc, char **argv)
 	case VMM_STOP_EXIT_PORT:
 		code = s->vm->exit_code;
 		status = code;
+		break;
+	case VMM_STOP_TIMEOUT:
+		pr_err("the guest ran past --timeout %g s and was stopped",
+		       s->o.timeout);
+		status = EXIT_TIMEOUT;
 		break;
 	case VMM_STOP_CANCELLED:
 		pr_err("interrupted by %s: the guest was stopped",

@@ -39,6 +39,7 @@ enum vmm_stop {
 	VMM_STOP_INTERNAL, /* KVM_EXIT_INTERNAL_ERROR, failed entry, ... */
 	VMM_STOP_HALTED, /* vCPU 0 halted without an exit code */
 	VMM_STOP_CANCELLED, /* SIGINT/SIGTERM */
+	VMM_STOP_TIMEOUT, /* ran past --timeout */
 	VMM_STOP_ERROR, /* KVM_RUN failed */
 };
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "../lib/log.h"
+#include "../zeroing/calibrate.h"
 #include "loop.h"
 
 enum { EV_UFFD = 1, EV_DONE, EV_SIGNAL, EV_STOP, EV_TIMER };
@@ -51,7 +52,8 @@ int vmm_loop_run(struct vmm_loop *l)
 	struct signalfd_siginfo si;
 	struct io_uring_cqe *cqe;
 	struct io_uring ring;
-	bool stopped = false;
+	bool stopped = false, timed_out = false;
+	double deadline = l->timeout > 0 ? zero_now() + l->timeout : 0;
 	int ret;
 
 	ret = io_uring_queue_init(16, &ring, 0);
@@ -118,6 +120,16 @@ int vmm_loop_run(struct vmm_loop *l)
 				if (l->engine &&
 				    l->engine->pol.mode == ZERO_MODE_HYBRID)
 					zero_engine_progress(l->engine);
+				/* To within one tick (100 ms). */
+				if (deadline && !timed_out &&
+				    zero_now() >= deadline) {
+					timed_out = true;
+					if (l->engine)
+						zero_engine_cancel(l->engine);
+					vmm_vm_request_stop(
+						l->vm, VMM_STOP_TIMEOUT, 0,
+						"the guest ran past --timeout");
+				}
 				ret = arm_timer(&ring, &tick);
 				break;
 			}

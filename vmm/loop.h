@@ -9,13 +9,14 @@
  * The control thread's event loop, driven by liburing: userfaultfd
  * readiness (guest faults), the workers' completion eventfd, a signalfd
  * for SIGINT and SIGTERM, the VM's stop eventfd, and a timer for
- * progress. It runs until the guest's run stops.
+ * progress and --timeout. It runs until the guest's run stops.
  */
 struct vmm_loop {
 	struct vmm_vm *vm;
 	struct vmm_faults *faults; /* NULL: no demand faults (prezero) */
 	struct zero_engine *engine;
 	int signal_fd;
+	double timeout; /* seconds from the loop's start to stop at, 0: none */
 	int sig; /* the signal that stopped the run, 0 if none */
 	int error;
 };
