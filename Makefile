@@ -1,5 +1,6 @@
 # zvmm: `make` builds build/zvmm, `make test` runs every test, `make bench`
-# runs the benchmark suite against QEMU and the kernel, `make deps` installs what the build needs.
+# runs the benchmark suite against QEMU and the kernel, `make deps` installs what the build needs,
+# `make fuzz-smoke` runs the parsers' fuzzers briefly (fuzz/README.md).
 # V=1 shows full command lines; SANITIZE=address,undefined or
 # SANITIZE=thread builds (and tests) with sanitizers under their own tree.
 
@@ -27,6 +28,9 @@ endif
 DEB_PACKAGES := gcc make pkg-config libnuma-dev liburing-dev \
 	libcriterion-dev libinih-dev gcc-aarch64-linux-gnu \
 	libc6-dev-arm64-cross qemu-user qemu-system-x86 gnuplot-nox
+# clang and its libFuzzer/sanitizer runtimes, for fuzz/.
+FUZZ_PACKAGES := clang libclang-rt-14-dev
+DEB_PACKAGES += $(FUZZ_PACKAGES)
 
 WARNINGS := -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes \
 	-Wformat=2 -Wshadow -Wno-format-nonliteral
@@ -85,7 +89,7 @@ ARM64_TEST := $(O)/tests/arm64/test-arm64
 .DELETE_ON_ERROR:
 .PHONY: all test test-arm64 test-unit bench bench-smoke bench-backends \
 	bench-launch bench-demand deps clean \
-	format FORCE
+	format fuzz fuzz-seeds fuzz-smoke fuzz-run FORCE
 
 all: $(O)/zvmm
 
@@ -212,6 +216,91 @@ bench-launch: $(O)/zvmm
 bench-demand: $(O)/zvmm $(O)/bench/poison
 	$(Q)ZVMM=$(O)/zvmm POISON=$(O)/bench/poison bash bench/demand.sh
 
+# libFuzzer targets for the parsers (fuzz/README.md): clang with ASan and
+# UBSan, every module they link compiled again under build/fuzz/obj/.
+# fuzz-smoke replays fuzz/regress/ and fuzz/corpus/, then fuzzes each
+# target FUZZ_SECONDS over a scratch copy of its corpus; any crash fails.
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 20
+FUZZ_O := build/fuzz
+FUZZ_TARGETS := size policy pvh report record
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
+FUZZ_CFLAGS := -O1 -g -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -MMD -MP \
+	$(FUZZ_SAN) -fsanitize=fuzzer-no-link \
+	$(shell $(PKG_CONFIG) --cflags inih 2>/dev/null)
+FUZZ_LIBS = $(shell $(PKG_CONFIG) --libs inih 2>/dev/null)
+
+FUZZ_size_SRCS := lib/size.c
+FUZZ_policy_SRCS := zeroing/policy.c lib/size.c lib/file.c lib/inibuf.c
+FUZZ_pvh_SRCS := vmm/pvh.c vmm/kvm.c lib/log.c fuzz/stubs.c
+FUZZ_report_SRCS := vmm/devices.c vmm/kvm.c lib/log.c fuzz/stubs.c
+FUZZ_record_SRCS := zeroing/record.c lib/file.c lib/inibuf.c
+FUZZ_BINS := $(addprefix $(FUZZ_O)/,$(FUZZ_TARGETS))
+FUZZ_SEEDS_PVH := $(FUZZ_O)/seeds/pvh/.stamp
+
+fuzz: $(FUZZ_BINS)
+
+$(FUZZ_O)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	@command -v $(FUZZ_CC) >/dev/null || { echo "$(FUZZ_CC) not found: run 'make deps'" >&2; exit 1; }
+	$(quiet) FUZZCC $@
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+
+fuzz_objs = $(patsubst %.c,$(FUZZ_O)/obj/%.o,fuzz/fuzz_$(1).c $(FUZZ_$(1)_SRCS))
+define fuzz_link
+$(FUZZ_O)/$(1): $(call fuzz_objs,$(1))
+	$$(quiet) FUZZLD $$@
+	$$(Q)$$(FUZZ_CC) $$(FUZZ_SAN) -fsanitize=fuzzer -o $$@ $$^ $$(FUZZ_LIBS)
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_link,$(t))))
+
+# Seeds for the PVH loader made from the guest this tree builds; the
+# committed fuzz/corpus/pvh/ holds a copy (mkseeds-pvh GUEST DIR).
+$(FUZZ_O)/mkseeds-pvh: fuzz/mkseeds_pvh.c guest/pvh.h
+	@mkdir -p $(dir $@)
+	$(quiet) CC $@
+	$(Q)$(CC) -O2 -g -std=gnu11 $(WARNINGS) -o $@ $<
+
+$(FUZZ_SEEDS_PVH): $(FUZZ_O)/mkseeds-pvh $(GUEST_ELF)
+	@rm -rf $(dir $@) && mkdir -p $(dir $@)
+	$(quiet) SEEDS $(dir $@)
+	$(Q)$(FUZZ_O)/mkseeds-pvh $(GUEST_ELF) $(dir $@) && cp $(GUEST_ELF) $(dir $@) && touch $@
+
+fuzz-seeds: $(FUZZ_SEEDS_PVH)
+
+# Inputs of fuzz/regress/T and fuzz/corpus/T, run once each.
+fuzz_inputs = $(shell find fuzz/regress/$(1) fuzz/corpus/$(1) -type f \
+	! -name README.md ! -name .gitkeep 2>/dev/null | sort)
+
+# $(call fuzz_one,T,SECONDS): replay, then fuzz over build/fuzz/work/T
+# (new inputs land there, never in fuzz/corpus/) and the generated seeds;
+# crash inputs go to build/fuzz/crashes/T/.
+define fuzz_one
+	@echo "  FUZZ     $(1): replay $(words $(call fuzz_inputs,$(1))) inputs, then $(2) s"
+	$(Q)$(if $(call fuzz_inputs,$(1)),$(FUZZ_O)/$(1) $(call fuzz_inputs,$(1)) >$(FUZZ_O)/$(1).replay.log 2>&1 \
+		|| { cat $(FUZZ_O)/$(1).replay.log >&2; echo "fuzz $(1): a regression input fails" >&2; exit 1; })
+	$(Q)mkdir -p $(FUZZ_O)/work/$(1) $(FUZZ_O)/crashes/$(1)
+	$(Q)$(FUZZ_O)/$(1) -max_total_time=$(2) -print_final_stats=1 \
+		-artifact_prefix=$(FUZZ_O)/crashes/$(1)/ $(FUZZ_ARGS) \
+		$(FUZZ_O)/work/$(1) $(wildcard fuzz/corpus/$(1) $(FUZZ_O)/seeds/$(1)) \
+		>$(FUZZ_O)/$(1).log 2>&1 \
+		|| { tail -n 60 $(FUZZ_O)/$(1).log >&2; echo "fuzz $(1): crashed, input in $(FUZZ_O)/crashes/$(1)/" >&2; exit 1; }
+	@grep -E '^#[0-9]+.*(DONE|pulse)' $(FUZZ_O)/$(1).log | tail -n 1 | sed 's/^/           /'
+	@grep -E 'stat::(number_of_executed_units|average_exec_per_sec)' $(FUZZ_O)/$(1).log | sed 's/^/           /'
+
+endef
+
+fuzz-smoke: $(FUZZ_BINS) $(FUZZ_SEEDS_PVH)
+	$(Q)rm -rf $(FUZZ_O)/work
+	$(foreach t,$(FUZZ_TARGETS),$(call fuzz_one,$(t),$(FUZZ_SECONDS)))
+
+# One target for longer, keeping what it finds in build/fuzz/work/TARGET:
+# make fuzz-run TARGET=pvh FUZZ_SECONDS=600
+fuzz-run: $(FUZZ_BINS) $(FUZZ_SEEDS_PVH)
+	@test -n "$(filter $(TARGET),$(FUZZ_TARGETS))" || { echo "TARGET= one of: $(FUZZ_TARGETS)" >&2; exit 2; }
+	$(call fuzz_one,$(TARGET),$(FUZZ_SECONDS))
+
 deps:
 	@if [ "$$(id -u)" = 0 ]; then \
 		apt-get update && DEBIAN_FRONTEND=noninteractive \
@@ -226,4 +315,4 @@ format:
 clean:
 	rm -rf build
 
--include $(shell find $(O) -name '*.d' 2>/dev/null)
+-include $(sort $(shell find $(O) $(FUZZ_O) -name '*.d' 2>/dev/null))

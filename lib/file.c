@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -45,4 +46,49 @@ int file_replace_commit(FILE *f, const char *tmp, const char *path)
 	if (ret)
 		unlink(tmp);
 	return ret;
+}
+
+int file_read_fd(int fd, size_t max, char **buf, size_t *len)
+{
+	size_t cap = 4096, n = 0;
+	char *b = malloc(cap), *nb;
+	ssize_t r;
+
+	if (!b)
+		return -ENOMEM;
+	for (;;) {
+		if (n + 1 == cap) {
+			if (n > max) {
+				free(b);
+				return -EFBIG;
+			}
+			nb = realloc(b, cap * 2);
+			if (!nb) {
+				free(b);
+				return -ENOMEM;
+			}
+			b = nb;
+			cap *= 2;
+		}
+		r = read(fd, b + n, cap - 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+
+			free(b);
+			return -e;
+		}
+		if (!r)
+			break;
+		n += (size_t)r;
+	}
+	if (n > max) {
+		free(b);
+		return -EFBIG;
+	}
+	b[n] = '\0';
+	*buf = b;
+	*len = n;
+	return 0;
 }

@@ -20,4 +20,12 @@ FILE *file_replace_open(const char *path, char *tmp, size_t tmp_len);
 int file_replace_commit(FILE *f, const char *tmp, const char *path)
 	__attribute__((warn_unused_result));
 
+/*
+ * Reads @fd to its end (a file, a pipe) into a malloc'd buffer with a NUL
+ * after the @len bytes read; the caller frees *buf. Returns 0, -EFBIG for
+ * more than @max bytes, or another -errno.
+ */
+int file_read_fd(int fd, size_t max, char **buf, size_t *len)
+	__attribute__((warn_unused_result));
+
 #endif

@@ -28,19 +28,22 @@ int size_parse(const char *s, uint64_t *out)
 {
 	uint64_t v = 0;
 	unsigned int shift;
-	const char *p = s;
+	const char *p = s, *unit;
 
 	if (!s || !isdigit((unsigned char)*p))
 		return -EINVAL;
-	for (; isdigit((unsigned char)*p); p++) {
+	for (unit = p; isdigit((unsigned char)*unit); unit++)
+		;
+	/* Malformed before too large: "99999999999999999999iB" is invalid. */
+	if (unit_shift(unit, &shift))
+		return -EINVAL;
+	for (; p < unit; p++) {
 		unsigned int d = (unsigned int)(*p - '0');
 
 		if (v > (UINT64_MAX - d) / 10)
 			return -ERANGE;
 		v = v * 10 + d;
 	}
-	if (unit_shift(p, &shift))
-		return -EINVAL;
 	if (v == 0)
 		return -EDOM;
 	if (shift && v > (UINT64_MAX >> shift))

@@ -178,6 +178,39 @@ Test(policy, set_overrides)
 	cr_assert(strstr(err, "unknown section [gpu]"), "%s", err);
 }
 
+Test(policy, set_takes_the_whole_value)
+{
+	char a[300];
+
+	/* 255 bytes used to end in "...01": --set took workers = 1. */
+	snprintf(a, sizeof(a), "zeroing.workers=%0238d%s", 1,
+		 "99999999999999999999");
+	cr_assert_eq(zero_policy_set(&p, a, err, sizeof(err)), -EINVAL);
+	cr_assert(strstr(err, "bad value '000"), "%s", err);
+	cr_assert_eq(p.workers, 0);
+	snprintf(a, sizeof(a), "zeroing.workers=%0250d", 12);
+	cr_assert_eq(zero_policy_set(&p, a, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(p.workers, 12);
+}
+
+Test(policy, long_line_is_an_error)
+{
+	char text[512];
+
+	/* libinih would read the tail of this comment as a key. */
+	snprintf(text, sizeof(text), "[zeroing]\n; %0250d mode = demand\n", 0);
+	cr_assert_eq(load_text(text), -EINVAL);
+	cr_assert(strstr(err, ":2: line too long"), "%s", err);
+	cr_assert_eq(p.mode, ZERO_MODE_HYBRID);
+}
+
+Test(policy, directory_is_an_error)
+{
+	cr_assert_eq(zero_policy_load(&p, "configs", err, sizeof(err)),
+		     -EISDIR);
+	cr_assert(strstr(err, "cannot read policy file configs"), "%s", err);
+}
+
 Test(policy, shipped_configs_load)
 {
 	static const struct {

@@ -52,6 +52,17 @@ Test(size, refuses_bad_input)
 	}
 }
 
+Test(size, malformed_before_too_large)
+{
+	uint64_t v = 7;
+
+	/* Digits past 64 bits, then no unit: malformed, not too large. */
+	cr_assert_eq(size_parse("99999999999999999999Q", &v), -EINVAL);
+	cr_assert_eq(size_parse("444444549090524554909iB", &v), -EINVAL);
+	cr_assert_eq(size_parse("99999999999999999999KiB", &v), -ERANGE);
+	cr_assert_eq(v, 7);
+}
+
 Test(size, error_repeats_the_input)
 {
 	char buf[200];

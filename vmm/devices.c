@@ -95,6 +95,7 @@ int vmm_report_u64(const char *json, const char *key, uint64_t *v)
 	char pat[64];
 	const char *p;
 	char *end;
+	uint64_t n;
 
 	snprintf(pat, sizeof(pat), "\"%s\":", key);
 	p = strstr(json, pat);
@@ -106,6 +107,12 @@ int vmm_report_u64(const char *json, const char *key, uint64_t *v)
 	if (*p < '0' || *p > '9')
 		return -EINVAL;
 	errno = 0;
-	*v = strtoull(p, &end, 10);
-	return errno ? -errno : 0;
+	n = strtoull(p, &end, 10);
+	if (errno)
+		return -errno;
+	/* The whole JSON number: "5.5", "5e3" or "5x" is no count. */
+	if (*end && !strchr(",}] \t\r\n", *end))
+		return -EINVAL;
+	*v = n;
+	return 0;
 }

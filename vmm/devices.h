@@ -40,7 +40,11 @@ void vmm_devices_fini(struct vmm_devices *d);
 void vmm_devices_pio(struct vmm_vcpu *c, uint16_t port, bool out, uint8_t *data,
 		     unsigned int size);
 
-/* A number field of the guest's report; -ENOENT when it is absent. */
+/*
+ * A number field of the guest's report: 0 with *v set, -ENOENT when it is
+ * absent, -EINVAL when its value is not an unsigned integer, -ERANGE when
+ * it does not fit in 64 bits.
+ */
 int vmm_report_u64(const char *json, const char *key, uint64_t *v)
 	__attribute__((warn_unused_result));
 

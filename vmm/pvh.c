@@ -33,14 +33,15 @@ static int get_phdr(const unsigned char *elf, size_t size, bool is64,
 		if (entsize != sizeof(Elf32_Phdr))
 			goto bad;
 	}
-	off += i * entsize;
-	if (off + entsize > size || off + entsize < off) {
+	/* No wrap: a huge e_phoff must not bring the headers back to 0. */
+	if (off > size || size - off < (i + 1ull) * entsize) {
 		snprintf(
 			err, len,
 			"truncated ELF: program header %u lies past the end of the file (%zu bytes)",
 			i, size);
 		return -EINVAL;
 	}
+	off += i * entsize;
 	if (is64) {
 		Elf64_Phdr ph;
 
@@ -253,15 +254,17 @@ int vmm_pvh_load(struct vmm_vm *vm, const void *image, size_t size,
 		.version = 1,
 	};
 	struct vmm_elf_info info;
-	bool is64 = elf[EI_CLASS] == ELFCLASS64;
 	unsigned int phnum, n = 0;
 	size_t clen = strlen(cmdline);
 	struct phdr p;
+	bool is64;
 	int ret;
 
 	ret = vmm_pvh_check(image, size, vm->mem->bytes, &info, err, len);
 	if (ret)
 		return ret;
+	/* Only after the check: a short image has no class byte. */
+	is64 = elf[EI_CLASS] == ELFCLASS64;
 	if (clen > VMM_CMDLINE_MAX) {
 		snprintf(err, len, "--cmdline is %zu bytes, more than %u", clen,
 			 VMM_CMDLINE_MAX);

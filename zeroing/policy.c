@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
-#include <ini.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "../lib/file.h"
+#include "../lib/inibuf.h"
 #include "../lib/size.h"
 #include "backend.h"
 #include "policy.h"
@@ -24,6 +27,9 @@ static const char *const backend_names[] = {
 };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Far more than any policy needs: a bigger file is a mistake. */
+#define POLICY_MAX_BYTES (1u << 20)
 
 void zero_policy_defaults(struct zero_policy *p)
 {
@@ -152,7 +158,8 @@ static int set_key(struct zero_policy *p, const char *section, const char *key,
 	if (!strcmp(section, "zeroing")) {
 		if (!strcmp(key, "mode")) {
 			ret = pick(mode_names, N(mode_names), v, &i, err, len);
-			p->mode = (enum zero_mode)i;
+			if (!ret)
+				p->mode = (enum zero_mode)i;
 			return ret;
 		}
 		if (!strcmp(key, "backend")) {
@@ -212,12 +219,14 @@ static int set_key(struct zero_policy *p, const char *section, const char *key,
 		if (!strcmp(key, "fresh")) {
 			ret = pick(fresh_names, N(fresh_names), v, &i, err,
 				   len);
-			p->fresh = (enum zero_fresh)i;
+			if (!ret)
+				p->fresh = (enum zero_fresh)i;
 			return ret;
 		}
 		if (!strcmp(key, "on_exit")) {
 			ret = pick(exit_names, N(exit_names), v, &i, err, len);
-			p->on_exit = (enum zero_on_exit)i;
+			if (!ret)
+				p->on_exit = (enum zero_on_exit)i;
 			return ret;
 		}
 		snprintf(
@@ -229,7 +238,8 @@ static int set_key(struct zero_policy *p, const char *section, const char *key,
 	if (!strcmp(section, "numa")) {
 		if (!strcmp(key, "policy")) {
 			ret = pick(numa_names, N(numa_names), v, &i, err, len);
-			p->numa = (enum zero_numa)i;
+			if (!ret)
+				p->numa = (enum zero_numa)i;
 			return ret;
 		}
 		if (!strcmp(key, "nodes"))
@@ -266,26 +276,25 @@ static int on_key(void *user, const char *section, const char *key,
 	return 1;
 }
 
-int zero_policy_load(struct zero_policy *p, const char *path, char *err,
-		     size_t err_len)
+int zero_policy_load_string(struct zero_policy *p, const char *name,
+			    const char *text, size_t len, char *err,
+			    size_t err_len)
 {
 	struct load_ctx c = { .p = *p };
-	FILE *f = fopen(path, "re");
+	bool too_long;
 	int line;
 
-	if (!f) {
-		int e = errno;
-
-		snprintf(err, err_len, "cannot open policy file %s: %s", path,
-			 strerror(e));
-		return -e;
+	line = inibuf_parse(text, len, on_key, &c, &too_long);
+	if (line < 0) {
+		snprintf(err, err_len, "%s: out of memory", name);
+		return -ENOMEM;
 	}
-	line = ini_parse_file(f, on_key, &c);
-	fclose(f);
 	if (line) {
 		/* A positive line without a handler error is a syntax error. */
 		snprintf(
-			err, err_len, "%s:%d: %s", path, line,
+			err, err_len, "%s:%d: %s", name, line,
+			too_long ?
+				"line too long for an INI line" :
 			c.failed ?
 				c.err :
 				"not an INI line: expected [section] or key = value");
@@ -295,13 +304,45 @@ int zero_policy_load(struct zero_policy *p, const char *path, char *err,
 	return 0;
 }
 
+int zero_policy_load(struct zero_policy *p, const char *path, char *err,
+		     size_t err_len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t len;
+	char *text;
+	int ret;
+
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, err_len, "cannot open policy file %s: %s", path,
+			 strerror(-ret));
+		return ret;
+	}
+	ret = file_read_fd(fd, POLICY_MAX_BYTES, &text, &len);
+	close(fd);
+	if (ret) {
+		snprintf(err, err_len, "cannot read policy file %s: %s", path,
+			 strerror(-ret));
+		return ret;
+	}
+	ret = zero_policy_load_string(p, path, text, len, err, err_len);
+	free(text);
+	return ret;
+}
+
 int zero_policy_set(struct zero_policy *p, const char *assignment, char *err,
 		    size_t err_len)
 {
-	char buf[256], msg[384], *dot, *eq;
+	char *buf, msg[384], *dot, *eq;
 	struct zero_policy tmp = *p;
+	int ret = -EINVAL;
 
-	snprintf(buf, sizeof(buf), "%s", assignment);
+	/* A copy of any length: a fixed buffer would cut the value short. */
+	buf = strdup(assignment);
+	if (!buf) {
+		snprintf(err, err_len, "--set %s: out of memory", assignment);
+		return -ENOMEM;
+	}
 	dot = strchr(buf, '.');
 	eq = strchr(buf, '=');
 	if (!dot || !eq || dot > eq || dot == buf || eq == dot + 1) {
@@ -309,16 +350,19 @@ int zero_policy_set(struct zero_policy *p, const char *assignment, char *err,
 			err, err_len,
 			"--set %s: expected section.key=value, e.g. zeroing.mode=demand",
 			assignment);
-		return -EINVAL;
+		goto out;
 	}
 	*dot = '\0';
 	*eq = '\0';
 	if (set_key(&tmp, buf, dot + 1, eq + 1, msg, sizeof(msg))) {
 		snprintf(err, err_len, "--set %s: %s", assignment, msg);
-		return -EINVAL;
+		goto out;
 	}
 	*p = tmp;
-	return 0;
+	ret = 0;
+out:
+	free(buf);
+	return ret;
 }
 
 void zero_policy_print(const struct zero_policy *p, FILE *f)

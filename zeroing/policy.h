@@ -39,15 +39,25 @@ void zero_policy_defaults(struct zero_policy *p);
 
 /*
  * Reads @path over the values already in @p. Returns 0, -ENOENT (or
- * another -errno) when the file cannot be opened, -EINVAL for any error
- * in it; @err then holds "file:line: what is wrong and what is allowed".
+ * another -errno) when the file cannot be opened or read (-EFBIG past
+ * 1 MiB), -EINVAL for any error in it; @err then holds "file:line: what
+ * is wrong and what is allowed".
  */
 int zero_policy_load(struct zero_policy *p, const char *path, char *err,
 		     size_t err_len) __attribute__((warn_unused_result));
 
 /*
- * Applies one "section.key=value" override. Returns 0 or -EINVAL with
- * @err set ("--set ...: ...").
+ * The same for the @len bytes of policy text at @text (no NUL needed);
+ * @name stands for the file in messages. A line too long for libinih's
+ * line buffer is an error, not split in two.
+ */
+int zero_policy_load_string(struct zero_policy *p, const char *name,
+			    const char *text, size_t len, char *err,
+			    size_t err_len) __attribute__((warn_unused_result));
+
+/*
+ * Applies one "section.key=value" override, of any length. Returns 0, or
+ * -EINVAL (-ENOMEM) with @err set ("--set ...: ...").
  */
 int zero_policy_set(struct zero_policy *p, const char *assignment, char *err,
 		    size_t err_len) __attribute__((warn_unused_result));

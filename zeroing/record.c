@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ini.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -11,13 +11,12 @@
 #include <unistd.h>
 
 #include "../lib/file.h"
+#include "../lib/inibuf.h"
 #include "record.h"
 
 #define RECORD_VERSION 1
-
-struct identity {
-	uint64_t version, device, inode, size, page_size, pages;
-};
+/* A record is about 330 bytes; anything much bigger is not one. */
+#define RECORD_MAX_BYTES 65536
 
 static int state_dir(char *buf, size_t len)
 {
@@ -43,13 +42,13 @@ static int state_dir(char *buf, size_t len)
 		       -ENAMETOOLONG;
 }
 
-static int identity_of(const struct zero_mem *m, struct identity *id)
+static int identity_of(const struct zero_mem *m, struct zero_record *id)
 {
 	struct stat st;
 
 	if (fstat(m->fd, &st))
 		return -errno;
-	*id = (struct identity){
+	*id = (struct zero_record){
 		.version = RECORD_VERSION,
 		.device = (uint64_t)st.st_dev,
 		.inode = (uint64_t)st.st_ino,
@@ -62,7 +61,7 @@ static int identity_of(const struct zero_mem *m, struct identity *id)
 
 /* FNV-1a over the fields: an edit or a cut shows, a forgery is not the
  * threat (the record directory is root's). */
-static uint64_t checksum(const struct identity *id)
+static uint64_t checksum(const struct zero_record *id)
 {
 	const uint64_t *f = &id->version;
 	uint64_t h = 0xcbf29ce484222325ull;
@@ -77,7 +76,7 @@ static uint64_t checksum(const struct identity *id)
 
 int zero_record_path(const struct zero_mem *m, char *buf, size_t len)
 {
-	struct identity id = { 0 };
+	struct zero_record id = { 0 };
 	char dir[PATH_MAX];
 	int ret;
 
@@ -92,10 +91,25 @@ int zero_record_path(const struct zero_mem *m, char *buf, size_t len)
 		       -ENAMETOOLONG;
 }
 
+int zero_record_format(const struct zero_record *r, char *buf, size_t len)
+{
+	return snprintf(
+		buf, len,
+		"; zvmm warm-pool state record: every page of the pool file\n"
+		"; below was zero when zvmm exited. Edit nothing: any change\n"
+		"; makes the next launch scrub the pool again.\n"
+		"[pool]\nversion = %" PRIu64 "\ndevice = %" PRIu64
+		"\ninode = %" PRIu64 "\nsize = %" PRIu64
+		"\npage_size = %" PRIu64 "\npages = %" PRIu64
+		"\nstate = zero\nchecksum = %016" PRIx64 "\n",
+		r->version, r->device, r->inode, r->size, r->page_size,
+		r->pages, checksum(r));
+}
+
 int zero_record_write(const struct zero_mem *m)
 {
-	char path[PATH_MAX], tmp[PATH_MAX + 16];
-	struct identity id;
+	char path[PATH_MAX], tmp[PATH_MAX + 16], text[ZERO_RECORD_TEXT_MAX];
+	struct zero_record id;
 	FILE *f;
 	int ret;
 
@@ -109,28 +123,37 @@ int zero_record_write(const struct zero_mem *m)
 		ret = file_mkdir_parents(path, 0700);
 	if (ret)
 		return ret;
+	if (zero_record_format(&id, text, sizeof(text)) >= (int)sizeof(text))
+		return -EOVERFLOW;
 	f = file_replace_open(path, tmp, sizeof(tmp));
 	if (!f)
 		return -errno;
-	fprintf(f,
-		"; zvmm warm-pool state record: every page of the pool file\n"
-		"; below was zero when zvmm exited. Edit nothing: any change\n"
-		"; makes the next launch scrub the pool again.\n"
-		"[pool]\nversion = %" PRIu64 "\ndevice = %" PRIu64
-		"\ninode = %" PRIu64 "\nsize = %" PRIu64
-		"\npage_size = %" PRIu64 "\npages = %" PRIu64
-		"\nstate = zero\nchecksum = %016" PRIx64 "\n",
-		id.version, id.device, id.inode, id.size, id.page_size,
-		id.pages, checksum(&id));
+	fputs(text, f);
 	return file_replace_commit(f, tmp, path);
 }
 
 struct parsed {
-	struct identity id;
+	struct zero_record id;
 	uint64_t sum;
 	unsigned int seen; /* bit per key */
 	bool zero;
 };
+
+/*
+ * Digits only, as zero_record_format() writes them: strtoull() alone
+ * would take "-1" or "+7" and turn an overflow into UINT64_MAX.
+ */
+static bool parse_u64(const char *s, int base, uint64_t *out)
+{
+	unsigned char c = (unsigned char)s[0];
+	char *end;
+
+	if (base == 16 ? !isxdigit(c) : !isdigit(c))
+		return false;
+	errno = 0;
+	*out = strtoull(s, &end, base);
+	return !errno && *end == '\0';
+}
 
 static int on_key(void *user, const char *section, const char *name,
 		  const char *value)
@@ -139,7 +162,6 @@ static int on_key(void *user, const char *section, const char *name,
 					    "size",    "page_size", "pages" };
 	struct parsed *p = user;
 	uint64_t *f = &p->id.version;
-	char *end;
 
 	if (strcmp(section, "pool"))
 		return 0;
@@ -149,26 +171,39 @@ static int on_key(void *user, const char *section, const char *name,
 		return 1;
 	}
 	if (!strcmp(name, "checksum")) {
-		p->sum = strtoull(value, &end, 16);
 		p->seen |= 1u << 7;
-		return *end == '\0' && end != value;
+		return parse_u64(value, 16, &p->sum);
 	}
 	for (unsigned int i = 0; i < 6; i++)
 		if (!strcmp(name, keys[i])) {
-			f[i] = strtoull(value, &end, 10);
 			p->seen |= 1u << i;
-			return *end == '\0' && end != value;
+			return parse_u64(value, 10, &f[i]);
 		}
+	return 0;
+}
+
+int zero_record_parse(const char *text, size_t len, struct zero_record *r)
+{
+	struct parsed p = { 0 };
+	bool too_long;
+	int line;
+
+	line = inibuf_parse(text, len, on_key, &p, &too_long);
+	if (line || p.seen != 0xff || !p.zero)
+		return -EINVAL;
+	if (p.sum != checksum(&p.id))
+		return -EBADMSG;
+	*r = p.id;
 	return 0;
 }
 
 int zero_record_take(const struct zero_mem *m, bool *clean, char *why,
 		     size_t len)
 {
-	struct parsed p = { 0 };
-	char path[PATH_MAX], dummy[8];
-	struct identity id;
-	int ret, line;
+	struct zero_record id, rec;
+	char path[PATH_MAX], dummy[8], *text;
+	size_t text_len;
+	int fd, ret;
 
 	*clean = false;
 	if (!why) {
@@ -180,20 +215,34 @@ int zero_record_take(const struct zero_mem *m, bool *clean, char *why,
 		ret = identity_of(m, &id);
 	if (ret)
 		return ret;
-	line = ini_parse(path, on_key, &p);
-	if (line == -1) {
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
 		snprintf(why, len, "no state record");
 		return 0;
 	}
+	ret = file_read_fd(fd, RECORD_MAX_BYTES, &text, &text_len);
+	close(fd);
 	/* Consumed whatever it says. */
-	if (unlink(path) && errno != ENOENT)
-		return -errno;
-	if (line || p.seen != 0xff || !p.zero)
+	if (unlink(path) && errno != ENOENT) {
+		int e = errno;
+
+		if (!ret)
+			free(text);
+		return -e;
+	}
+	if (ret) {
+		snprintf(why, len, "state record %s cannot be read: %s", path,
+			 strerror(-ret));
+		return 0;
+	}
+	ret = zero_record_parse(text, text_len, &rec);
+	free(text);
+	if (ret == -EBADMSG)
+		snprintf(why, len, "state record %s fails its checksum", path);
+	else if (ret)
 		snprintf(why, len, "state record %s is malformed or incomplete",
 			 path);
-	else if (p.sum != checksum(&p.id))
-		snprintf(why, len, "state record %s fails its checksum", path);
-	else if (memcmp(&p.id, &id, sizeof(id)))
+	else if (memcmp(&rec, &id, sizeof(id)))
 		snprintf(
 			why, len,
 			"state record %s describes another file, size or page size",

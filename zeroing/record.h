@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "memory.h"
 
@@ -16,6 +17,30 @@
  * /var/lib/zvmm for root, else $XDG_STATE_HOME/zvmm or
  * ~/.local/state/zvmm, named after the file's device and inode.
  */
+
+/* What a record vouches for: the identity of one pool file. */
+struct zero_record {
+	uint64_t version, device, inode, size, page_size, pages;
+};
+
+/* Room for any record's text. */
+#define ZERO_RECORD_TEXT_MAX 512
+
+/*
+ * Writes the text of a record for @r, checksum included, into @buf.
+ * Returns its length as snprintf() does: @len or more means it was cut.
+ */
+int zero_record_format(const struct zero_record *r, char *buf, size_t len);
+
+/*
+ * Parses the @len bytes of record text at @text (no NUL needed) into *r.
+ * Returns 0 when every key is there, the state is zero and the checksum
+ * holds; -EINVAL for text that is malformed or incomplete, -EBADMSG for a
+ * checksum that does not match. Whether it describes a given pool file
+ * is the caller's question.
+ */
+int zero_record_parse(const char *text, size_t len, struct zero_record *r)
+	__attribute__((warn_unused_result));
 
 /* The record's path for pool memory @m. */
 int zero_record_path(const struct zero_mem *m, char *buf, size_t len)
