@@ -1,23 +1,35 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
-#include <time.h>
+#include <poll.h>
+#include <stdint.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
 
 #include "sigwatch.h"
 
+/*
+ * The watcher sleeps in poll() on a signalfd and an eventfd: pausing it
+ * writes the eventfd and it returns at once. (A timed sigtimedwait()
+ * loop made every pause wait out its timeout: 50 ms of each launch,
+ * measured by `make bench`.)
+ */
 static void *watch(void *arg)
 {
 	struct vmm_sigwatch *w = arg;
-	struct timespec ts = { 0, 50 * 1000 * 1000 };
-	sigset_t set;
+	struct pollfd p[2] = { { .fd = w->sfd, .events = POLLIN },
+			       { .fd = w->efd, .events = POLLIN } };
+	struct signalfd_siginfo si;
 	int sig;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
 	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
-		sig = sigtimedwait(&set, NULL, &ts);
-		if (sig <= 0)
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (!(p[0].revents & POLLIN))
 			continue;
+		if (read(w->sfd, &si, sizeof(si)) != sizeof(si))
+			continue;
+		sig = (int)si.ssi_signo;
 		if (!__atomic_load_n(&w->sig, __ATOMIC_ACQUIRE))
 			__atomic_store_n(&w->sig, sig, __ATOMIC_RELEASE);
 		w->on_signal(w->arg, sig);
@@ -37,10 +49,30 @@ void vmm_sigwatch_block(struct vmm_sigwatch *w)
 
 int vmm_sigwatch_start(struct vmm_sigwatch *w)
 {
-	int ret = pthread_create(&w->thread, NULL, watch, w);
+	sigset_t set;
+	int ret;
 
-	w->started = !ret;
-	return -ret;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	w->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->sfd < 0 || w->efd < 0) {
+		ret = -errno;
+		goto fail;
+	}
+	ret = -pthread_create(&w->thread, NULL, watch, w);
+	if (ret)
+		goto fail;
+	w->started = 1;
+	return 0;
+fail:
+	if (w->sfd >= 0)
+		close(w->sfd);
+	if (w->efd >= 0)
+		close(w->efd);
+	w->sfd = w->efd = -1;
+	return ret;
 }
 
 int vmm_sigwatch_seen(struct vmm_sigwatch *w)
@@ -50,9 +82,17 @@ int vmm_sigwatch_seen(struct vmm_sigwatch *w)
 
 void vmm_sigwatch_pause(struct vmm_sigwatch *w)
 {
+	uint64_t one = 1;
+
 	if (w->started) {
 		__atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
+		if (write(w->efd, &one, sizeof(one)) != sizeof(one)) {
+			/* cannot fail on a fresh eventfd; join anyway */
+		}
 		pthread_join(w->thread, NULL);
+		close(w->sfd);
+		close(w->efd);
+		w->sfd = w->efd = -1;
 		w->started = 0;
 		__atomic_store_n(&w->stop, 0, __ATOMIC_RELEASE);
 	}

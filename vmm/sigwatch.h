@@ -16,6 +16,7 @@ struct vmm_sigwatch {
 	void *arg;
 	int sig; /* the first signal seen, 0 if none */
 	int stop;
+	int sfd, efd; /* signalfd of SIGINT/SIGTERM; eventfd to stop it */
 	pthread_t thread;
 	sigset_t old;
 	int started;
