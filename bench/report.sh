@@ -144,7 +144,7 @@ END {
 			T[++nt] = sprintf("{ \"target\": \"zvmm max RSS\", \"page\": \"%s\", \"gib\": %s, \"max_rss_kib\": %s, \"limit_kib\": %s, \"met\": %s }", pg, big, jnum(worst), jnum(lim), worst < lim ? "true" : "false")
 		}
 	}
-	printf "\nReady is exec to the guest'"'"'s first serial line (ZVMM-TOUCH-START), timed the same way for zvmm and QEMU; report is exec to its ZVMM-REPORT line. QEMU gets prealloc-threads = zvmm'"'"'s worker count; zvmm reads a calibration profile written by `zvmm calibrate` at the start of the run. Bandwidths are 1 GiB over the slope of the launch-time fit.\n\n" >md
+	printf "\nReady is exec to the guest'"'"'s ZVMM-BOOT line, which its first instructions write (guest/README.md), timed the same way for zvmm and QEMU; report is exec to its ZVMM-REPORT line. QEMU gets prealloc-threads = zvmm'"'"'s worker count; zvmm reads a calibration profile written by `zvmm calibrate` at the start of the run. Bandwidths are 1 GiB over the slope of the launch-time fit.\n\n" >md
 
 	# Backends.
 	printf "## Backends against the kernel'"'"'s fault zeroing\n\n`zvmm bench` (region and page size below), GB/s, one thread, by extent; kernel rows are hugetlb faults of fresh pages.\n\n" >md
@@ -224,26 +224,32 @@ END {
 			printf "| %s | %s | %s | %s | %.1f |\n", mlabel[i], pages[p], f1(med("launch", meths[i], pages[p], big, "-", "report_ms")), sprintf("%.3f", med("launch", meths[i], pages[p], big, "-", "cpu_s")), v / 1024 >md
 		}
 
-	# Chunks.
-	printf "\n## Demand-fault latency against chunk size, hybrid background running\n\n%s GiB of %s pages, warm poisoned pool; the guest touches top down (`order=down`) while background work clears bottom up, so every fault before they meet needs a scrub behind background chunks. Latency: fault read to UFFDIO_CONTINUE for those faults (a %s page'"'"'s own scrub included); per-run p50/p99/max, median over runs. Background GB/s: its bytes over its seconds.\n\n", MI["chunk_gib"], MI["chunk_page"], MI["chunk_page"] >md
-	printf "| chunk | busy faults | p50 us | p99 us | max us | background GB/s |\n|---|---|---|---|---|---|\n" >md
+	# Chunks: one table per page size, the chunks that fit in a page.
+	printf "\n## Demand-fault latency against chunk size, hybrid background running\n\nA warm poisoned pool; the guest touches top down (`order=down`) while background work clears bottom up, so every fault before they meet needs a scrub, queued behind background chunks. Latency: fault read to UFFDIO_CONTINUE for those faults, the page'"'"'s own scrub included; per-run p50/p99/max, median (min-max) over runs. Background GB/s: its bytes over its seconds. Chunks are cut inside one hugepage (DESIGN.md 5), so 2 MiB pages take chunks up to 2M.\n" >md
 	lat = dir "/latency.dat"
-	printf "# chunk_bytes p50_us p99_us max_us bg_gbps\n" >lat
-	for (c = 1; c <= nchunks; c++) {
-		ch = chunks[c]
-		# The size actually measured may be smaller than asked.
-		gib = ""
-		for (k in M) {
-			split(k, kk, SUBSEP)
-			if (kk[1] == "chunk" && kk[5] == ch && kk[6] == "busy_p50") { gib = kk[4]; cpg = kk[3] }
+	for (p = 1; p <= npages; p++) {
+		pg = pages[p]
+		nrows = 0
+		for (c = 1; c <= nchunks; c++) {
+			ch = chunks[c]
+			gib = ""
+			for (k in M) {
+				split(k, kk, SUBSEP)
+				if (kk[1] == "chunk" && kk[3] == pg && kk[5] == ch && kk[6] == "busy_p50")
+					gib = kk[4]
+			}
+			if (gib == "") continue
+			if (!nrows++) {
+				printf "\n%s GiB of %s pages:\n\n| chunk | busy faults per run | p50 us | p99 us | max us | background GB/s |\n|---|---|---|---|---|---|\n", gib, pg >md
+				printf "%s# %s\n", nblk++ ? "\n\n" : "", pg >lat
+			}
+			bb = med("chunk", "hybrid", pg, gib, ch, "bg_bytes")
+			bs = med("chunk", "hybrid", pg, gib, ch, "bg_seconds")
+			bg = (bs != "" && bs > 0) ? bb / bs / 1e9 : ""
+			printf "| %s | %s | %s | %s | %s | %s |\n", ch, f1(med("chunk", "hybrid", pg, gib, ch, "busy_faults")), rng("chunk", "hybrid", pg, gib, ch, "busy_p50"), rng("chunk", "hybrid", pg, gib, ch, "busy_p99"), rng("chunk", "hybrid", pg, gib, ch, "busy_max"), (bg == "") ? "-" : sprintf("%.1f", bg) >md
+			printf "%s %s %s %s %s\n", med("chunk", "hybrid", pg, gib, ch, "chunk_bytes"), med("chunk", "hybrid", pg, gib, ch, "busy_p50"), med("chunk", "hybrid", pg, gib, ch, "busy_p99"), med("chunk", "hybrid", pg, gib, ch, "busy_max"), (bg == "") ? 0 : bg >lat
+			C[++nc] = sprintf("{ \"chunk\": \"%s\", \"page\": \"%s\", \"gib\": %s, \"busy_faults\": %s, \"p50_us\": %s, \"p99_us\": %s, \"max_us\": %s, \"background_gbps\": %s }", ch, pg, gib, jnum(med("chunk", "hybrid", pg, gib, ch, "busy_faults")), jnum(med("chunk", "hybrid", pg, gib, ch, "busy_p50")), jnum(med("chunk", "hybrid", pg, gib, ch, "busy_p99")), jnum(med("chunk", "hybrid", pg, gib, ch, "busy_max")), jnum(bg))
 		}
-		if (gib == "") continue
-		bb = med("chunk", "hybrid", cpg, gib, ch, "bg_bytes")
-		bs = med("chunk", "hybrid", cpg, gib, ch, "bg_seconds")
-		bg = (bs != "" && bs > 0) ? bb / bs / 1e9 : ""
-		printf "| %s | %s | %s | %s | %s | %s |\n", ch, f1(med("chunk", "hybrid", cpg, gib, ch, "busy_faults")), rng("chunk", "hybrid", cpg, gib, ch, "busy_p50"), rng("chunk", "hybrid", cpg, gib, ch, "busy_p99"), rng("chunk", "hybrid", cpg, gib, ch, "busy_max"), bg == "" ? "-" : sprintf("%.1f", bg) >md
-		printf "%s %s %s %s %s\n", med("chunk", "hybrid", cpg, gib, ch, "chunk_bytes"), med("chunk", "hybrid", cpg, gib, ch, "busy_p50"), med("chunk", "hybrid", cpg, gib, ch, "busy_p99"), med("chunk", "hybrid", cpg, gib, ch, "busy_max"), bg == "" ? 0 : bg >lat
-		C[++nc] = sprintf("{ \"chunk\": \"%s\", \"page\": \"%s\", \"gib\": %s, \"busy_faults\": %s, \"p50_us\": %s, \"p99_us\": %s, \"max_us\": %s, \"background_gbps\": %s }", ch, cpg, gib, jnum(med("chunk", "hybrid", cpg, gib, ch, "busy_faults")), jnum(med("chunk", "hybrid", cpg, gib, ch, "busy_p50")), jnum(med("chunk", "hybrid", cpg, gib, ch, "busy_p99")), jnum(med("chunk", "hybrid", cpg, gib, ch, "busy_max")), jnum(bg))
 	}
 	close(lat)
 	printf "\n![fault latency against chunk size](latency.svg)\n" >md
@@ -268,7 +274,7 @@ END {
 	# The JSON: machine, targets, fits, chunk rows and every median.
 	js = dir "/suite.json"
 	printf "{ \"version\": 1,\n  \"machine\": {" >js
-	nk = split("date host cpu cpus numa_nodes mem_gib kernel os qemu zvmm reps sizes pages chunks chunk_page chunk_gib smoke cmdline", keys, " ")
+	nk = split("date host cpu cpus numa_nodes mem_gib kernel os qemu zvmm reps sizes pages chunks chunk_gib smoke cmdline", keys, " ")
 	for (i = 1; i <= nk; i++) {
 		v = MI[keys[i]]; gsub(/\\/, "\\\\", v); gsub(/"/, "\\\"", v)
 		printf "%s \"%s\": \"%s\"", (i > 1) ? "," : "", keys[i], v >js
@@ -313,7 +319,15 @@ set logscale x 2
 plot for [i=2:8] "$dat" using 1:i with linespoints title columnhead(i)
 EOF
 done
-gnuplot <<EOF
+# latency.dat: one block per page size (index 0, 1, ...), "# PAGE" first.
+if grep -q '^# ' "$DIR/latency.dat" 2>/dev/null; then
+	plot=""
+	i=0
+	for pg in $(grep '^# ' "$DIR/latency.dat" | cut -c3-); do
+		plot+="${plot:+, }'$DIR/latency.dat' index $i using 1:2 with linespoints title '$pg pages p50', '' index $i using 1:3 with linespoints title '$pg p99', '' index $i using 1:5 axes x1y2 with linespoints dashtype 2 title '$pg background GB/s'"
+		i=$((i + 1))
+	done
+	gnuplot <<EOF
 set terminal svg size 800,500 dynamic
 set output "$DIR/latency.svg"
 set title "Demand-fault latency and background throughput against chunk size"
@@ -326,9 +340,7 @@ set ytics nomirror
 set y2tics
 set key top left
 set grid
-plot "$DIR/latency.dat" using 1:2 with linespoints title "p50", \
-     "" using 1:3 with linespoints title "p99", \
-     "" using 1:4 with linespoints title "max", \
-     "" using 1:5 axes x1y2 with linespoints title "background GB/s"
+plot $plot
 EOF
+fi
 rm -f "$DIR"/*.dat

@@ -4,7 +4,8 @@
 #
 #  1. the backend table of `zvmm bench` (extents 4K to 1G) with the
 #     kernel's hugetlb fault zeroing (kernel:demand, kernel:populate);
-#  2. launch to ready (exec to the guest's first serial line) and to the
+#  2. launch to ready (exec to the guest's ZVMM-BOOT line, written by its
+#     first instructions) and to the
 #     guest's report, at SIZES GiB with PAGES pages, for zvmm prezero on
 #     fresh memory, zvmm prezero/demand/hybrid on a warm poisoned pool,
 #     a zvmm relaunch after on_exit=scrub, and QEMU (microvm, memfd
@@ -25,8 +26,8 @@
 # also on SIGINT/SIGTERM.
 #
 # Usage (root): bench/suite.sh [--smoke]   (make bench-suite, make
-# bench-smoke). Environment: OUT, SIZES, PAGES, REPS, CHUNKS, CHUNK_PAGE,
-# CHUNK_GIB, BENCH_SIZE, ZVMM, ELF, POISON.
+# bench-smoke). Environment: OUT, SIZES, PAGES, REPS, CHUNKS, CHUNK_GIB,
+# BENCH_SIZE, ZVMM, ELF, POISON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -54,18 +55,16 @@ if [ "$SMOKE" = 1 ]; then
 	PAGES=${PAGES:-2M}
 	REPS=${REPS:-1}
 	CHUNKS=${CHUNKS:-"256K 2M"}
-	CHUNK_PAGE=${CHUNK_PAGE:-2M}
 	CHUNK_GIB=${CHUNK_GIB:-1}
 	BENCH_SIZE=${BENCH_SIZE:-256M}
 else
 	OUT=${OUT:-bench/results}
 	SIZES=${SIZES:-"1 2 4 8 16"}
-	PAGES=${PAGES:-"2M 1G"}
+	# 1G first: contiguous memory for 1 GiB pages is easiest to find
+	# before the 2M runs have scattered page-cache pages.
+	PAGES=${PAGES:-"1G 2M"}
 	REPS=${REPS:-5}
 	CHUNKS=${CHUNKS:-"256K 2M 8M 64M"}
-	# Chunks are cut inside one hugepage (DESIGN.md 5): only 1 GiB
-	# pages hold 8M and 64M chunks, as the kernel's 1 GiB folios do.
-	CHUNK_PAGE=${CHUNK_PAGE:-1G}
 	CHUNK_GIB=${CHUNK_GIB:-16}
 	BENCH_SIZE=${BENCH_SIZE:-4G}
 fi
@@ -166,8 +165,9 @@ us_since() {
 ms() { printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)); }
 
 # timed CMD...: runs CMD with its stdout read here; sets T_READY and
-# T_REPORT (ms from exec to the guest's ZVMM-TOUCH-START and ZVMM-REPORT
-# lines, "nan" when missing), REPORT (that line) and RC.
+# T_REPORT (ms from exec to the guest's ZVMM-BOOT line, written by its
+# first instructions, and to its ZVMM-REPORT line; "nan" when missing),
+# REPORT (that line) and RC.
 timed() {
 	local t0 now line
 	T_READY=nan T_REPORT=nan REPORT=""
@@ -177,7 +177,7 @@ timed() {
 	while IFS= read -r line <&$fd; do
 		now=$EPOCHREALTIME
 		case $line in
-		ZVMM-TOUCH-START*)
+		ZVMM-BOOT*)
 			[ "$T_READY" = nan ] && T_READY=$(ms "$(us_since "$t0" "$now")")
 			;;
 		ZVMM-REPORT*)
@@ -247,6 +247,8 @@ pool_run() { # GIB PAGE POLICY [ARGS...]: on the pool file, kept dirty
 
 # reserve PAGE GIB: the pool holds GIB of PAGE pages beyond the saved
 # count, every page touched once; returns 1 when the kernel has fewer.
+# 1 GiB pages need contiguous memory: compact first and, when that is
+# not enough, drop the page cache and compact again.
 reserve() {
 	local f n
 	for f in "${!saved[@]}"; do echo "${saved[$f]}" >"$f"; done
@@ -255,6 +257,12 @@ reserve() {
 	n=$((($2 << 30) / $(page_bytes "$1")))
 	echo 1 >/proc/sys/vm/compact_memory
 	echo $((${saved[$f]} + n)) >"$f"
+	if [ "$(cat "$(sysfs "$1" free_hugepages)")" -lt "$n" ]; then
+		sync
+		echo 3 >/proc/sys/vm/drop_caches
+		echo 1 >/proc/sys/vm/compact_memory
+		echo $((${saved[$f]} + n)) >"$f"
+	fi
 	[ "$(cat "$(sysfs "$1" free_hugepages)")" -ge "$n" ] || return 1
 	mount -t hugetlbfs -o pagesize="$1" none "$MNT"
 	# Untimed: the first touch of memory the host reclaimed is slow.
@@ -266,9 +274,25 @@ reserve() {
 }
 
 count() { set -- $1; echo $#; }
+bytes() {
+	case $1 in
+	*K) echo $((${1%K} << 10)) ;;
+	*M) echo $((${1%M} << 20)) ;;
+	*G) echo $((${1%G} << 30)) ;;
+	*) echo "$1" ;;
+	esac
+}
+chunks_for() { # PAGE: the chunks of CHUNKS that fit in one page
+	local c
+	for c in $CHUNKS; do
+		[ "$(bytes "$c")" -le "$(bytes "$1")" ] && echo "$c"
+	done
+	return 0
+}
 NS=$(count "$SIZES")
 NP=$(count "$PAGES")
-NC=$(count "$CHUNKS")
+NC=0
+for page in $PAGES; do NC=$((NC + $(chunks_for "$page" | wc -l))); done
 TOTAL=$((2 + NP * NS * 7 + NC + 1))
 
 {
@@ -286,7 +310,6 @@ TOTAL=$((2 + NP * NS * 7 + NC + 1))
 	echo "sizes	$SIZES"
 	echo "pages	$PAGES"
 	echo "chunks	$CHUNKS"
-	echo "chunk_page	$CHUNK_PAGE"
 	echo "chunk_gib	$CHUNK_GIB"
 	echo "smoke	$SMOKE"
 	echo "cmdline	$CMDLINE"
@@ -301,11 +324,10 @@ child "$ZVMM" bench --size "$BENCH_SIZE" --reps "$REPS" --quiet \
 
 for page in $PAGES; do
 	need=$MAX_GIB
-	[ "$page" = "$CHUNK_PAGE" ] || need=$(printf '%s\n' $SIZES | sort -n | tail -1)
 	while ! reserve "$page" "$need"; do
 		# Fragmented memory may not give 1 GiB pages: measure what fits.
-		echo "suite.sh: cannot reserve $need GiB of $page pages; trying less" >&2
-		need=$((need / 2))
+		echo "suite.sh: cannot reserve $need GiB of $page pages; trying $((need - 1)) GiB" >&2
+		need=$((need - 1))
 		[ "$need" -ge 1 ] || die "no $page hugepages can be reserved" 3
 	done
 	sample meta - "$page" "$need" - - reserved_gib "$need"
@@ -348,10 +370,11 @@ for page in $PAGES; do
 		done
 		rm -f "$MNT/pool" "$ZVMM_STATE_DIR"/* 2>/dev/null || true
 	done
-	[ "$page" = "$CHUNK_PAGE" ] || continue
+	# Chunks are cut inside one hugepage (DESIGN.md 5): 2 MiB pages
+	# take the chunks up to 2M, 1 GiB pages all of them.
 	gib=$((CHUNK_GIB < need ? CHUNK_GIB : need))
 	CMDLINE="stride=2M verify=1 order=down"
-	for c in $CHUNKS; do
+	for c in $(chunks_for "$page"); do
 		progress "$page $gib GiB hybrid fault latency, chunk $c"
 		for r in $(seq "$REPS"); do
 			pool_run "$gib" "$page" hybrid --set "zeroing.chunk=$c"

@@ -46,6 +46,22 @@ pvh_start:
 	testl	%edi, %edi
 	jnz	wait_go
 
+	/*
+	 * vCPU 0 says it runs, before any other work: "ZVMM-BOOT" on COM1
+	 * is how a host (zvmm or QEMU alike) times launch to the guest's
+	 * first instruction from outside (bench/suite.sh).
+	 */
+	movl	$boot_msg, %ecx
+	movw	$0x3f8, %dx
+boot_putc:
+	movb	(%ecx), %al
+	testb	%al, %al
+	jz	boot_said
+	outb	%al, %dx
+	incl	%ecx
+	jmp	boot_putc
+boot_said:
+
 	/* vCPU 0: PML4[0] -> PDPT, PDPT[0] -> PD0, PD0: 512 x 2 MiB. */
 	leal	guest_pdpt + 3, %eax
 	movl	%eax, guest_pml4
@@ -104,6 +120,8 @@ entry64:
 	jmp	2b
 
 	.section .rodata
+boot_msg:
+	.asciz	"ZVMM-BOOT\n"
 	.p2align 3
 gdt:
 	.quad	0
