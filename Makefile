@@ -73,6 +73,7 @@ CORE_SRCS := $(LIB_SRCS) $(ARCH_SRCS) $(ZERO_SRCS) $(BENCH_SRCS)
 MAIN_SRCS := $(wildcard vmm/*.c) vmm/guest_image.S
 TEST_SRCS := $(wildcard tests/test_*.c) tests/helpers.c
 STRESS := $(O)/tests/stress-pool
+HOSTILE_ELF := $(O)/guest/hostile.elf
 STRESS_SEEDS ?= 200
 
 obj = $(patsubst %,$(O)/%.o,$(basename $(1)))
@@ -91,7 +92,7 @@ ARM64_TEST := $(O)/tests/arm64/test-arm64
 	bench-launch bench-demand deps clean \
 	format fuzz fuzz-seeds fuzz-smoke fuzz-run FORCE
 
-all: $(O)/zvmm
+all: $(O)/zvmm $(HOSTILE_ELF)
 
 $(O)/zvmm: $(CORE_OBJS) $(MAIN_OBJS)
 	$(quiet) LD $@
@@ -130,6 +131,12 @@ $(O)/guest/%.o: guest/%.S
 $(GUEST_ELF): $(GUEST_OBJS) guest/touch.ld
 	$(quiet) GUESTLD $@
 	$(Q)$(LD) -m elf_x86_64 -nostdlib -static -T guest/touch.ld -o $@ $(GUEST_OBJS)
+
+# The hostile guest of the guest-boundary tests (tests/test_hostile.c).
+$(HOSTILE_ELF): $(O)/guest/entry.o $(O)/guest/hostile.o guest/touch.ld
+	$(quiet) GUESTLD $@
+	$(Q)$(LD) -m elf_x86_64 -nostdlib -static -T guest/touch.ld -o $@ \
+		$(O)/guest/entry.o $(O)/guest/hostile.o
 
 $(O)/vmm/guest_image.o: vmm/guest_image.S $(GUEST_ELF)
 	@mkdir -p $(dir $@)
@@ -180,7 +187,7 @@ else
 TEST_RUNNER := $(O)/tests/zvmm-tests
 endif
 
-test-unit: $(O)/zvmm $(TEST_RUNNER) $(STRESS)
+test-unit: $(O)/zvmm $(HOSTILE_ELF) $(TEST_RUNNER) $(STRESS)
 	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(STRESS) $(STRESS_SEEDS)
 	$(Q)ZVMM_BIN=$(O)/zvmm TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
 		$(TEST_RUNNER) -j1 $(TEST_ARGS)
@@ -233,8 +240,8 @@ FUZZ_LIBS = $(shell $(PKG_CONFIG) --libs inih 2>/dev/null)
 
 FUZZ_size_SRCS := lib/size.c
 FUZZ_policy_SRCS := zeroing/policy.c lib/size.c lib/file.c lib/inibuf.c
-FUZZ_pvh_SRCS := vmm/pvh.c vmm/kvm.c lib/log.c fuzz/stubs.c
-FUZZ_report_SRCS := vmm/devices.c vmm/kvm.c lib/log.c fuzz/stubs.c
+FUZZ_pvh_SRCS := vmm/pvh.c vmm/kvm.c lib/log.c lib/inject.c fuzz/stubs.c
+FUZZ_report_SRCS := vmm/devices.c vmm/kvm.c lib/log.c lib/inject.c fuzz/stubs.c
 FUZZ_record_SRCS := zeroing/record.c lib/file.c lib/inibuf.c
 FUZZ_BINS := $(addprefix $(FUZZ_O)/,$(FUZZ_TARGETS))
 FUZZ_SEEDS_PVH := $(FUZZ_O)/seeds/pvh/.stamp

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Randomized interleavings of background scrubbing, demand requests from
- * other threads and cancellation, over many seeds, on shmem "pages" so
+ * Randomized interleavings of background scrubbing, guest faults from
+ * other threads (demand, then mapping the page and writing it) and
+ * cancellation, over many seeds, on shmem "pages" so
  * it runs anywhere (no hugepages, no root). After every round: no page
  * is ZEROING, every ZERO page reads zero, and a restarted pass finishes
  * the rest. Built with each sanitizer, it is the pool's ThreadSanitizer
@@ -25,6 +26,7 @@ struct demander {
 	struct zero_pool *pool;
 	struct zero_mem *mem;
 	unsigned int seed;
+	bool scrub_fresh; /* the pool clears FRESH pages too */
 	int bad;
 };
 
@@ -36,14 +38,27 @@ static long find_not_zero(const char *p, size_t len)
 	return -1;
 }
 
+/*
+ * A faulting guest: each fault maps its page the only two ways the
+ * invariant allows, from ZERO after the pool made it so (as
+ * UFFDIO_CONTINUE does) or, for a FRESH page the pool leaves alone, from
+ * FRESH through the kernel's own zeroing; what it maps must read zero,
+ * and then the guest writes it. zero_page_move() asserts on any other
+ * transition.
+ */
 static void *demand_thread(void *arg)
 {
 	struct demander *d = arg;
 
-	for (int k = 0; k < 6; k++) {
+	for (int k = 0; k < 12; k++) {
 		uint64_t page = (uint64_t)rand_r(&d->seed) % d->mem->nr_pages;
-		int ret = zero_pool_demand(d->pool, page);
+		char *p = zero_mem_guest_page(d->mem, page);
+		int ret;
 
+		if (!d->scrub_fresh &&
+		    !zero_page_move(d->mem->pages, page, ZP_FRESH, ZP_MAPPED))
+			goto mapped; /* the kernel zeroed it (shmem: zeros) */
+		ret = zero_pool_demand(d->pool, page);
 		if (ret == -ECANCELED)
 			break;
 		if (ret) {
@@ -52,12 +67,24 @@ static void *demand_thread(void *arg)
 			d->bad++;
 			break;
 		}
-		if (find_not_zero(zero_mem_guest_page(d->mem, page),
-				  d->mem->page_bytes) >= 0) {
-			printf("page %llu not zero after its demand\n",
+		ret = zero_page_move(d->mem->pages, page, ZP_ZERO, ZP_MAPPED);
+		if (ret && zero_page_get(d->mem->pages, page) != ZP_MAPPED) {
+			printf("page %llu is %s after its demand\n",
+			       (unsigned long long)page,
+			       zero_page_state_name(
+				       zero_page_get(d->mem->pages, page)));
+			d->bad++;
+			continue;
+		}
+		if (ret)
+			continue; /* mapped by the other guest thread */
+mapped:
+		if (find_not_zero(p, d->mem->page_bytes) >= 0) {
+			printf("page %llu not zero when mapped\n",
 			       (unsigned long long)page);
 			d->bad++;
 		}
+		memset(p, POISON, d->mem->page_bytes);
 	}
 	return NULL;
 }
@@ -130,7 +157,8 @@ static int round_once(unsigned int seed0)
 	for (int i = 0; i < 2; i++) {
 		d[i] = (struct demander){ .pool = pool,
 					  .mem = m,
-					  .seed = seed * 7 + (unsigned)i };
+					  .seed = seed * 7 + (unsigned)i,
+					  .scrub_fresh = c.scrub_fresh };
 		pthread_create(&t[i], NULL, demand_thread, &d[i]);
 	}
 	usleep((useconds_t)(rand_r(&seed) % 4000));
@@ -146,6 +174,11 @@ static int round_once(unsigned int seed0)
 		bad++;
 	}
 	bad += check(m, false);
+	/* The guest exits: what it had is stale (on_exit = keep). */
+	for (uint64_t i = 0; i < m->nr_pages; i++)
+		if (zero_page_get(m->pages, i) == ZP_MAPPED &&
+		    zero_page_move(m->pages, i, ZP_MAPPED, ZP_DIRTY))
+			bad++;
 	/* Whatever happened, a new pass finishes every page. */
 	zero_pool_start(pool, 0, false);
 	if (zero_pool_wait(pool, NULL, NULL))

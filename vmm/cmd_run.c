@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../lib/inject.h"
 #include "../lib/log.h"
 #include "../lib/size.h"
 #include "../zeroing/calibrate.h"
@@ -637,7 +638,11 @@ static void apply_on_exit(struct run_state *s, int status)
 		return;
 	case ZERO_EXIT_RELEASE:
 		s->exit_action = "release";
-		if (fallocate(m->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		ret = -zvmm_inject("fallocate");
+		if (ret)
+			errno = -ret;
+		if (ret ||
+		    fallocate(m->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 			      0, (off_t)m->bytes))
 			pr_warn("on_exit = release: cannot punch the pool's pages out: %s",
 				strerror(errno));
@@ -795,9 +800,14 @@ int cmd_run(int argc, char **argv)
 		goto out_sig;
 	}
 	zero_engine_stats(s->engine, &s->st0);
-	if (s->pol.mode == ZERO_MODE_HYBRID)
-		zero_engine_start_background(s->engine, s->pol.rate_limit);
 	ret = vmm_vm_start(s->vm);
+	/*
+	 * Background work only once the vCPU threads run: started before,
+	 * the workers took the cores the launch itself needs (measured by
+	 * `make bench`: hybrid ready 173 ms at 16 GiB against demand's 104).
+	 */
+	if (!ret && s->pol.mode == ZERO_MODE_HYBRID)
+		zero_engine_start_background(s->engine, s->pol.rate_limit);
 	if (!ret)
 		ret = run_loop(s);
 	/* No worker may clear a page under the drain below. */

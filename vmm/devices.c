@@ -29,19 +29,42 @@ void vmm_devices_fini(struct vmm_devices *d)
 	pthread_mutex_destroy(&d->lock);
 }
 
+/*
+ * The guest's report: the first line "ZVMM-REPORT {...}" that fits the
+ * line buffer whole. A longer one, one that is not a JSON object, or a
+ * second report is refused with a warning: whatever the guest sends, the
+ * report is bounded (VMM_LINE_MAX) and the first good one stands.
+ */
+static void report_line_locked(struct vmm_devices *d, const char *json)
+{
+	size_t n = strlen(json);
+
+	while (n && (json[n - 1] == ' ' || json[n - 1] == '\r'))
+		n--;
+	if (d->have_report) {
+		if (!d->extra_reports++)
+			pr_warn("guest sent another report line: the first one is kept");
+	} else if (d->line_over) {
+		pr_warn("guest report line is longer than %d bytes: ignored",
+			VMM_LINE_MAX - 1);
+	} else if (n < 2 || json[0] != '{' || json[n - 1] != '}') {
+		pr_warn("guest report is not a JSON object: ignored");
+	} else {
+		d->report_time = zero_now();
+		snprintf(d->report, sizeof(d->report), "%.*s", (int)n, json);
+		d->have_report = true;
+	}
+}
+
 static void end_line_locked(struct vmm_devices *d)
 {
 	d->line[d->line_len] = '\0';
-	if (!strncmp(d->line, TOUCH_START, strlen(TOUCH_START))) {
+	if (!strncmp(d->line, TOUCH_START, strlen(TOUCH_START)))
 		d->touch_start = zero_now();
-	} else if (!strncmp(d->line, REPORT_PREFIX, strlen(REPORT_PREFIX)) &&
-		   !d->have_report) {
-		d->report_time = zero_now();
-		snprintf(d->report, sizeof(d->report), "%s",
-			 d->line + strlen(REPORT_PREFIX));
-		d->have_report = true;
-	}
+	else if (!strncmp(d->line, REPORT_PREFIX, strlen(REPORT_PREFIX)))
+		report_line_locked(d, d->line + strlen(REPORT_PREFIX));
 	d->line_len = 0;
+	d->line_over = false;
 }
 
 static void serial_out(struct vmm_devices *d, uint8_t c)
@@ -53,6 +76,8 @@ static void serial_out(struct vmm_devices *d, uint8_t c)
 		end_line_locked(d);
 	} else if (d->line_len < VMM_LINE_MAX - 1) {
 		d->line[d->line_len++] = (char)c;
+	} else {
+		d->line_over = true;
 	}
 	pthread_mutex_unlock(&d->lock);
 }

@@ -25,6 +25,8 @@ struct vmm_devices {
 	pthread_mutex_t lock;
 	char line[VMM_LINE_MAX]; /* the current line, capped */
 	size_t line_len;
+	bool line_over; /* the current line lost bytes to the cap */
+	unsigned int extra_reports; /* report lines after the first */
 	bool have_report;
 	char report[VMM_LINE_MAX]; /* JSON after "ZVMM-REPORT " */
 	double touch_start; /* host time of the ZVMM-TOUCH-START line */

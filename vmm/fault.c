@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "../lib/inject.h"
 #include "../lib/log.h"
 #include "../zeroing/calibrate.h"
 #include "fault.h"
@@ -40,9 +41,11 @@ int vmm_faults_open(struct vmm_faults *f, struct zero_mem *mem,
 		goto fail;
 	}
 	/* Not UFFD_USER_MODE_ONLY: KVM touches guest memory from the kernel. */
-	f->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (f->uffd < 0) {
-		ret = -errno;
+	ret = -zvmm_inject("uffd");
+	if (!ret)
+		f->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (ret || f->uffd < 0) {
+		ret = ret ? ret : -errno;
 		snprintf(
 			err, len,
 			"userfaultfd: %s (demand zeroing needs root, or sysctl vm.unprivileged_userfaultfd=1)",
@@ -117,7 +120,12 @@ static int map_page(struct vmm_faults *f, uint64_t page)
 	ret = zero_page_move(m->pages, page, ZP_ZERO, ZP_MAPPED);
 	if (ret && zero_page_get(m->pages, page) != ZP_MAPPED)
 		return ret;
-	while (ioctl(f->uffd, UFFDIO_CONTINUE, &c)) {
+	for (;;) {
+		ret = -zvmm_inject("continue");
+		if (ret)
+			return ret;
+		if (!ioctl(f->uffd, UFFDIO_CONTINUE, &c))
+			break;
 		if (errno == EAGAIN) /* the mapping changed; try again */
 			continue;
 		if (errno == EEXIST) {

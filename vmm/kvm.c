@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "../lib/inject.h"
 #include "../lib/log.h"
 #include "../zeroing/calibrate.h"
 #include "kvm.h"
@@ -447,7 +448,9 @@ int vmm_vm_start(struct vmm_vm *vm)
 		pthread_mutex_lock(&vm->lock);
 		vm->running++;
 		pthread_mutex_unlock(&vm->lock);
-		ret = -pthread_create(&c->thread, NULL, vcpu_thread, c);
+		ret = -zvmm_inject("vcpu");
+		if (!ret)
+			ret = -pthread_create(&c->thread, NULL, vcpu_thread, c);
 		if (ret) {
 			pthread_mutex_lock(&vm->lock);
 			vm->running--;

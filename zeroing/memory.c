@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <linux/magic.h>
 
+#include "../lib/inject.h"
 #include "../lib/size.h"
 #include "hugetlb.h"
 #include "memory.h"
@@ -157,6 +158,15 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 	}
 	need = nr - have;
 	avail = nfree - (resv > 0 ? resv : 0);
+	/*
+	 * A pool file keeps the reservations of its shared mappings until
+	 * it is truncated: one whose prezero stopped half way holds
+	 * reserved pages that count as neither its own nor free. Here the
+	 * reserved pages may be the file's; mmap() makes the exact check
+	 * and fails cleanly when they are another's.
+	 */
+	if (o->pool_path && fbytes)
+		avail = nfree;
 	if ((long)need <= avail)
 		return 0;
 	total_kb = mem_total_kb();
@@ -195,6 +205,11 @@ static int open_backing(const struct zero_mem_opts *o, struct zero_mem *m,
 	int e;
 
 	if (!o->pool_path) {
+		e = zvmm_inject("memfd");
+		if (e) {
+			errno = e;
+			goto err_errno;
+		}
 		m->fd = memfd_create(
 			"zvmm-guest",
 			MFD_CLOEXEC |
@@ -276,6 +291,11 @@ int zero_mem_create(const struct zero_mem_opts *o, struct zero_mem **out,
 	}
 	/* Shared mappings reserve the file's hugepages now, so a shortage
 	 * is an error here rather than a SIGBUS in the guest later. */
+	ret = zvmm_inject("mmap");
+	if (ret) {
+		errno = ret;
+		goto fail_map;
+	}
 	m->guest = mmap(NULL, m->bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
 			m->fd, 0);
 	if (m->guest == MAP_FAILED)

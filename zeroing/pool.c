@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../lib/inject.h"
 #include "calibrate.h"
 #include "pool.h"
 
@@ -230,6 +231,10 @@ static int do_chunk(struct zero_pool *pool, const struct job *job, uint64_t off,
 	struct zero_mem *m = pool->cfg.mem;
 
 	if (job->populate) {
+		int e = zvmm_inject("populate");
+
+		if (e)
+			return -e;
 		/*
 		 * The kernel allocates and zeroes the page on this core.
 		 * MADV_POPULATE_WRITE faults it in under the per-page hugetlb
@@ -394,8 +399,10 @@ int zero_pool_create(const struct zero_pool_cfg *cfg, struct zero_pool **out)
 	for (unsigned int i = 0; i < cfg->nr_workers; i++) {
 		pool->args[i].pool = pool;
 		pool->args[i].cpu = cfg->cpus ? cfg->cpus[i] : -1;
-		ret = -pthread_create(&pool->threads[i], NULL, worker,
-				      &pool->args[i]);
+		ret = -zvmm_inject("worker");
+		if (!ret)
+			ret = -pthread_create(&pool->threads[i], NULL, worker,
+					      &pool->args[i]);
 		if (ret)
 			break;
 		pool->nr_threads++;

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inject.h"
+#include "log.h"
+
+static const struct {
+	const char *name;
+	int err;
+} points[] = {
+	{ "memfd", ENOMEM },	 { "mmap", ENOMEM },	 { "populate", ENOMEM },
+	{ "fallocate", ENOSPC }, { "uffd", EPERM },	 { "worker", EAGAIN },
+	{ "vcpu", EAGAIN },	 { "continue", EFAULT },
+};
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int chosen = -1; /* index in points[], -1: none */
+static unsigned long nth = 1;
+static unsigned long calls;
+
+static void parse(void)
+{
+	const char *v = getenv("ZVMM_INJECT");
+	const char *colon;
+	size_t len;
+
+	if (!v || !*v)
+		return;
+	colon = strchr(v, ':');
+	len = colon ? (size_t)(colon - v) : strlen(v);
+	for (unsigned int i = 0; i < sizeof(points) / sizeof(points[0]); i++)
+		if (strlen(points[i].name) == len &&
+		    !strncmp(points[i].name, v, len))
+			chosen = (int)i;
+	if (colon) {
+		char *end;
+
+		nth = strtoul(colon + 1, &end, 10);
+		if (*end || !nth)
+			chosen = -1;
+	}
+	if (chosen < 0)
+		pr_warn("ZVMM_INJECT='%s' names no injection point; ignored",
+			v);
+}
+
+int zvmm_inject(const char *point)
+{
+	pthread_once(&once, parse);
+	if (chosen < 0 || strcmp(points[chosen].name, point))
+		return 0;
+	if (__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED) != nth)
+		return 0;
+	return points[chosen].err;
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZVMM_LIB_INJECT_H
+#define ZVMM_LIB_INJECT_H
+
+/*
+ * Fault injection for the failure-path tests (tests/test_inject.c):
+ * ZVMM_INJECT=POINT[:N] makes the Nth call (default the first) at POINT
+ * fail as the real call would, so every unwind path can be driven on
+ * purpose. Points and the errno they give:
+ *
+ *   memfd     memfd_create of guest memory          ENOMEM
+ *   mmap      mapping guest memory                  ENOMEM
+ *   populate  a worker populating a FRESH page      ENOMEM (the hugetlb
+ *             pool running dry in the middle of prezero)
+ *   fallocate punching the pool's pages out         ENOSPC
+ *   uffd      userfaultfd(2)                        EPERM
+ *   worker    starting a worker thread              EAGAIN
+ *   vcpu      starting a vCPU thread                EAGAIN
+ *   continue  UFFDIO_CONTINUE for a guest fault     EFAULT
+ *
+ * Unset, it costs one load per call site.
+ */
+
+/* The errno to fail with at @point now, or 0 to go on. Thread-safe. */
+int zvmm_inject(const char *point);
+
+#endif
