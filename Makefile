@@ -196,7 +196,7 @@ FORCE:
 
 test: test-arm64 test-unit
 
-# The suite (bench/suite.sh, root, ~15 min): backends, launch against
+# The suite (bench/suite.sh, root, ~10 min): backends, launch against
 # QEMU, fault latency against chunk size; report, JSON and plots in
 # bench/results/. bench-smoke runs one small size per method (CI).
 bench: $(O)/zvmm $(O)/bench/poison

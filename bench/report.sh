@@ -312,10 +312,13 @@ set terminal svg size 800,500 dynamic
 set output "${dat%.dat}.svg"
 set title "Launch to ready against memory size, $pg pages"
 set xlabel "guest memory (GiB)"
-set ylabel "exec to ready (ms)"
+set ylabel "exec to ready (ms, log scale)"
 set key top left
 set grid
 set logscale x 2
+set logscale y
+set xtics (1, 2, 4, 8, 16, 32, 64)
+set xrange [0.8:20]
 plot for [i=2:8] "$dat" using 1:i with linespoints title columnhead(i)
 EOF
 done
@@ -335,6 +338,7 @@ set xlabel "chunk (bytes)"
 set ylabel "fault latency (us)"
 set y2label "background GB/s"
 set logscale x 2
+set xtics ("64K" 65536, "256K" 262144, "1M" 1048576, "2M" 2097152, "8M" 8388608, "64M" 67108864, "1G" 1073741824)
 set logscale y
 set ytics nomirror
 set y2tics
