@@ -128,18 +128,6 @@ static int probe(uint64_t a)
 	return bad;
 }
 
-/* Identity-maps GiB @g with 2 MiB pages (entry.S and map_ram did RAM). */
-static void map_gib(uint64_t g)
-{
-	uint64_t *pd = guest_pd + g * 512;
-
-	for (uint64_t i = 0; i < 512; i++)
-		pd[i] = (g * SZ_1G + i * SZ_2M) | 0x83;
-	guest_pdpt[g] = (uint64_t)(uintptr_t)pd | 3;
-	__asm__ volatile("mov %%cr3, %%rax; mov %%rax, %%cr3" ::
-				 : "rax", "memory");
-}
-
 static void mmio(void)
 {
 	int bad = 0;
@@ -147,7 +135,8 @@ static void mmio(void)
 	/* Above RAM in the first GiB, when RAM ends below 1 GiB. */
 	if (ram_top + SZ_2M <= SZ_1G)
 		bad |= probe(ram_top + 4096);
-	map_gib(3);
+	map_gib(3); /* the 3-4 GiB hole, not RAM */
+	flush_tlb();
 	bad |= probe(0xc0000000);
 	bad |= probe(0xfec00000); /* IOAPIC */
 	bad |= probe(0xfee00000); /* LAPIC */
@@ -156,19 +145,10 @@ static void mmio(void)
 		uint64_t g = ram_top <= 4 * SZ_1G ? 4 : ram_top / SZ_1G + 1;
 
 		map_gib(g);
+		flush_tlb();
 		bad |= probe(g * SZ_1G + 4096);
 	}
 	done(bad ? GUEST_EXIT_MMIO : 0);
-}
-
-static void triple_fault(void)
-{
-	struct {
-		uint16_t limit;
-		uint64_t base;
-	} __attribute__((packed)) idt = { 0, 0 };
-
-	__asm__ volatile("lidt %0; int3" : : "m"(idt));
 }
 
 /* The APs of mode=triple: write every 2 MiB of RAM, top down, forever. */

@@ -112,6 +112,22 @@ static inline uint64_t number(const char *s, uint64_t dflt)
 	return v;
 }
 
+static inline void flush_tlb(void)
+{
+	__asm__ volatile("mov %%cr3, %%rax; mov %%rax, %%cr3" ::
+				 : "rax", "memory");
+}
+
+/* Identity-maps GiB @g (below 64) with 2 MiB pages; no TLB flush. */
+static inline void map_gib(uint64_t g)
+{
+	uint64_t *pd = guest_pd + g * 512;
+
+	for (uint64_t i = 0; i < 512; i++)
+		pd[i] = (g * SZ_1G + i * SZ_2M) | 0x83;
+	guest_pdpt[g] = (uint64_t)(uintptr_t)pd | 3;
+}
+
 /* Identity-maps [1 GiB, top) with 2 MiB pages; entry.S did the first. */
 static inline void map_ram(uint64_t top)
 {
@@ -119,15 +135,20 @@ static inline void map_ram(uint64_t top)
 
 	if (gib > 64)
 		gib = 64;
-	for (uint64_t g = 1; g < gib; g++) {
-		uint64_t *pd = guest_pd + g * 512;
+	for (uint64_t g = 1; g < gib; g++)
+		map_gib(g);
+	flush_tlb();
+}
 
-		for (uint64_t i = 0; i < 512; i++)
-			pd[i] = (g * SZ_1G + i * SZ_2M) | 0x83;
-		guest_pdpt[g] = (uint64_t)(uintptr_t)pd | 3;
-	}
-	__asm__ volatile("mov %%cr3, %%rax; mov %%rax, %%cr3" ::
-				 : "rax", "memory");
+/* A zero-limit IDT and a breakpoint: the CPU shuts down. */
+static inline void triple_fault(void)
+{
+	struct {
+		uint16_t limit;
+		uint64_t base;
+	} __attribute__((packed)) idt = { 0, 0 };
+
+	__asm__ volatile("lidt %0; int3" : : "m"(idt));
 }
 
 #endif

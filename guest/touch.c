@@ -91,16 +91,6 @@ static void touch(uint64_t from, uint64_t to, struct result *r)
 	}
 }
 
-static void triple_fault(void)
-{
-	struct {
-		uint16_t limit;
-		uint64_t base;
-	} __attribute__((packed)) idt = { 0, 0 };
-
-	__asm__ volatile("lidt %0; int3" : : "m"(idt));
-}
-
 void guest_main(const struct hvm_start_info *si, uint32_t cpu);
 
 void guest_main(const struct hvm_start_info *si, uint32_t cpu)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,6 +16,7 @@
 #include <criterion/criterion.h>
 #include <sys/mman.h>
 
+#include "../lib/size.h"
 #include "../zeroing/backend.h"
 #include "helpers.h"
 
@@ -243,4 +245,38 @@ struct criterion_test_params test_backend_params(void)
 	for (unsigned int i = 0; i < n; i++)
 		idx[i] = i;
 	return cr_make_param_array(unsigned int, idx, n);
+}
+
+void test_need_kvm(void)
+{
+	int fd = open("/dev/kvm", O_RDWR);
+
+	if (fd < 0)
+		cr_skip_test("no usable /dev/kvm: %s", strerror(errno));
+	close(fd);
+}
+
+void test_mount_pool(const char *mnt, uint64_t page, bool *mounted)
+{
+	cr_assert_eq(mkdir(mnt, 0700), 0, "mkdir %s: %s", mnt, strerror(errno));
+	if (mount("none", mnt, "hugetlbfs", 0,
+		  page == SZ_1G ? "pagesize=1G" : "pagesize=2M"))
+		cr_skip_test("cannot mount hugetlbfs: %s", strerror(errno));
+	*mounted = true;
+}
+
+void test_pool_cleanup(const char *mnt, const char *pool, const char *state,
+		       bool mounted)
+{
+	char cmd[160];
+
+	if (mounted) {
+		unlink(pool);
+		umount(mnt);
+	}
+	rmdir(mnt);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", state);
+	if (system(cmd)) {
+		/* a leftover directory in /tmp is harmless */
+	}
 }

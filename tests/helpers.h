@@ -66,4 +66,16 @@ struct criterion_test_params test_backend_params(void);
 /* nr_hugepages for @page_bytes, or -1. */
 long test_nr_hugepages(uint64_t page_bytes);
 
+/* Skips the test when /dev/kvm cannot be opened. */
+void test_need_kvm(void);
+
+/*
+ * A pool test's scratch: a hugetlbfs mount of @page pages at @mnt (the
+ * test skips when it cannot be made) and, at the end, the pool file in
+ * it, the mount, and the state record directory @state removed.
+ */
+void test_mount_pool(const char *mnt, uint64_t page, bool *mounted);
+void test_pool_cleanup(const char *mnt, const char *pool, const char *state,
+		       bool mounted);
+
 #endif

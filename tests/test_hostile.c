@@ -44,18 +44,8 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[160];
-
-	if (mounted) {
-		unlink(pool);
-		umount(mnt);
-	}
-	rmdir(mnt);
+	test_pool_cleanup(mnt, pool, state, mounted);
 	unlink(serial);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", state);
-	if (system(cmd)) {
-		/* a leftover directory in /tmp is harmless */
-	}
 	zero_hugetlb_release(&resv);
 }
 
@@ -65,11 +55,8 @@ TestSuite(hostile, .init = setup, .fini = teardown, .timeout = 120);
 static void need(long count)
 {
 	const char *why;
-	int fd = open("/dev/kvm", O_RDWR);
 
-	if (fd < 0)
-		cr_skip_test("no usable /dev/kvm: %s", strerror(errno));
-	close(fd);
+	test_need_kvm();
 	cr_assert_eq(access(elf, R_OK), 0,
 		     "%s is missing: build it with make (guest/hostile.c)",
 		     elf);
@@ -223,10 +210,7 @@ Test(hostile, triple_fault_with_demand_faults_outstanding)
 	uint64_t bytes = 256 * SZ_1M;
 
 	need((long)(bytes / SZ_2M));
-	cr_assert_eq(mkdir(mnt, 0700), 0);
-	if (mount("none", mnt, "hugetlbfs", 0, "pagesize=2M"))
-		cr_skip_test("cannot mount hugetlbfs: %s", strerror(errno));
-	mounted = true;
+	test_mount_pool(mnt, SZ_2M, &mounted);
 	test_poison_file(pool, bytes);
 	hostile("mode=triple",
 		(const char *[]){ "--vcpus", "2", "--pool", pool, "--policy",

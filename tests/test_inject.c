@@ -42,17 +42,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[160];
-
-	if (mounted) {
-		unlink(pool);
-		umount(mnt);
-	}
-	rmdir(mnt);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", state);
-	if (system(cmd)) {
-		/* a leftover directory in /tmp is harmless */
-	}
+	test_pool_cleanup(mnt, pool, state, mounted);
 	zero_hugetlb_release(&resv);
 }
 
@@ -63,21 +53,14 @@ static void need(bool pooled)
 {
 	const char *why;
 	long nr;
-	int fd = open("/dev/kvm", O_RDWR);
 
-	if (fd < 0)
-		cr_skip_test("no usable /dev/kvm: %s", strerror(errno));
-	close(fd);
+	test_need_kvm();
 	why = test_reserve_hugepages(SZ_2M, MEM_BYTES / SZ_2M, &resv);
 	if (why)
 		cr_skip_test("%s", why);
 	cr_assert_eq(zero_hugetlb_counts(SZ_2M, &nr, &free_before), 0);
-	if (!pooled)
-		return;
-	cr_assert_eq(mkdir(mnt, 0700), 0);
-	if (mount("none", mnt, "hugetlbfs", 0, "pagesize=2M"))
-		cr_skip_test("cannot mount hugetlbfs: %s", strerror(errno));
-	mounted = true;
+	if (pooled)
+		test_mount_pool(mnt, SZ_2M, &mounted);
 }
 
 /* zvmm run on 256 MiB with @policy and @extra args, ZVMM_INJECT=@inject. */
