@@ -182,34 +182,49 @@ ParameterizedTest(struct mode_case *c, demand, poisoned_pool_every_mode)
  * the backends without a profile happens on the pool's own dirty pages,
  * so zvmm's RSS stays small (a 64 MiB buffer of its own would not).
  */
-Test(demand, hybrid_top_down_meets_background)
+static uint64_t hybrid_top_down(uint64_t bytes, const char *backend)
 {
-	char cache[] = "/tmp/zvmm-test-cache.XXXXXX";
-	uint64_t bytes = 256 * SZ_1M, nr = bytes / SZ_2M;
+	char set[64];
 
-	need_pool(SZ_2M, (long)nr);
-	cr_assert_not_null(mkdtemp(cache));
-	setenv("XDG_CACHE_HOME", cache, 1);
+	snprintf(set, sizeof(set), "zeroing.backend=%s", backend);
 	poison(bytes);
 	cr_assert_eq(test_run_zvmm(
 			     (const char *[]){
 				     "run", "--mem", "256M", "--pool", pool,
 				     "--policy", "configs/hybrid.conf", "--set",
-				     "pool.on_exit=keep", "--set",
-				     "zeroing.backend=auto", "--cmdline",
-				     "verify=4 order=down", "--json", "-",
-				     "--quiet", NULL },
+				     "pool.on_exit=keep", "--set", set,
+				     "--cmdline", "verify=4 order=down",
+				     "--json", "-", "--quiet", NULL },
 			     false, 0, 0, &r),
 		     0);
-	rmdir(cache);
 	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
 	cr_assert_eq(field("nonzero_bytes"), 0, "%s", r.out);
 	cr_assert_eq(field("touched_bytes") + field("reserved_bytes"), bytes);
 	cr_assert_leq(section_field("busy_latency_us", "faults"),
 		      section_field("demand", "scrubbed_pages"), "%s", r.out);
 	cr_assert_gt(section_field("process", "max_rss_kib"), 0, "%s", r.out);
-	cr_assert_lt(section_field("process", "max_rss_kib"), 16 << 10, "%s",
-		     r.out);
+	return section_field("process", "max_rss_kib");
+}
+
+Test(demand, hybrid_top_down_meets_background)
+{
+	char cache[] = "/tmp/zvmm-test-cache.XXXXXX";
+	uint64_t bytes = 256 * SZ_1M, nr = bytes / SZ_2M, fixed, measured;
+
+	need_pool(SZ_2M, (long)nr);
+	cr_assert_not_null(mkdtemp(cache));
+	setenv("XDG_CACHE_HOME", cache, 1);
+	/*
+	 * Against a run that measures nothing (a fixed backend), so that
+	 * sanitizer builds, whose runtimes have RSS of their own, compare
+	 * like with like: a 64 MiB buffer would show.
+	 */
+	fixed = hybrid_top_down(bytes, "memset");
+	measured = hybrid_top_down(bytes, "auto");
+	rmdir(cache);
+	cr_assert_lt(measured, fixed + (16 << 10),
+		     "RSS %llu KiB with auto, %llu with memset",
+		     (unsigned long long)measured, (unsigned long long)fixed);
 }
 
 /* on_exit=scrub, then a relaunch maps everything with no work at all. */
