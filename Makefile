@@ -143,7 +143,9 @@ $(O)/vmm/guest_image.o: vmm/guest_image.S $(GUEST_ELF)
 	$(quiet) AS $@
 	$(Q)$(CC) -c -DGUEST_IMAGE='"$(GUEST_ELF)"' -o $@ $<
 
-$(O)/tests/zvmm-tests: $(TEST_OBJS) $(CORE_OBJS)
+# The device model is unit-tested without KVM (tests/test_devices.c).
+$(O)/tests/zvmm-tests: $(TEST_OBJS) $(CORE_OBJS) $(O)/vmm/devices.o \
+		$(O)/vmm/kvm.o
 	$(quiet) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CRIT_LIBS) $(LDLIBS)
 
