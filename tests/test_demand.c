@@ -41,16 +41,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[160];
-
-	unlink(pool);
-	if (mounted)
-		umount(mnt);
-	rmdir(mnt);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", state);
-	if (system(cmd)) {
-		/* a leftover directory in /tmp is harmless */
-	}
+	test_pool_cleanup(mnt, pool, state, mounted);
 	zero_hugetlb_release(&resv);
 }
 
@@ -60,23 +51,15 @@ TestSuite(demand, .init = setup, .fini = teardown, .timeout = 180);
 static void need_pool(uint64_t page, long count)
 {
 	const char *why;
-	int fd;
 
 	if (geteuid() != 0)
 		cr_skip_test("needs root (hugetlbfs mount, userfaultfd)");
-	fd = open("/dev/kvm", O_RDWR);
-	if (fd < 0)
-		cr_skip_test("no usable /dev/kvm: %s", strerror(errno));
-	close(fd);
+	test_need_kvm();
 	page_sz = page;
 	why = test_reserve_hugepages(page, count, &resv);
 	if (why)
 		cr_skip_test("%s", why);
-	cr_assert_eq(mkdir(mnt, 0700), 0);
-	if (mount("none", mnt, "hugetlbfs", 0,
-		  page == SZ_1G ? "pagesize=1G" : "pagesize=2M"))
-		cr_skip_test("cannot mount hugetlbfs: %s", strerror(errno));
-	mounted = true;
+	test_mount_pool(mnt, page, &mounted);
 }
 
 static void poison(uint64_t bytes)
