@@ -20,6 +20,8 @@
 #include "pvh.h"
 
 #define GUEST_EXIT_STALE 10
+#define GUEST_EXIT_LOST 12
+#define MAX_MARKS 64
 #define MAX_CPUS 64
 
 extern char guest_end[];
@@ -28,19 +30,69 @@ volatile uint32_t guest_ap_go;
 static volatile uint32_t cpus_done;
 
 struct result {
-	uint64_t touched, verified, nonzero;
+	uint64_t touched, verified, nonzero, marks, lost, foreign;
 } __attribute__((aligned(64)));
 
 static struct result results[MAX_CPUS];
 static uint64_t stride = SZ_2M, verify = 1, nr_cpus = 1;
 static uint8_t pattern = 0x5a;
 static int down; /* order=down: from the top of RAM to the bottom */
+static uint64_t marks, seed = 1, probe; /* mark=N seed=S probe=S */
+static int recheck;
 static uint64_t lo, hi; /* the range the vCPUs share */
 static const struct hvm_start_info *info;
+
+/* splitmix64: marks and their offsets from (seed, block, k). */
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* Mark @k of block @a for seed @s: its address, and its value (never 0). */
+static volatile uint64_t *mark_at(uint64_t s, uint64_t a, uint64_t k,
+				  uint64_t n, uint64_t *value)
+{
+	uint64_t h = mix(s * 0x100000001b3ull ^ mix(a + k)), part = stride / n;
+
+	*value = mix(h) | 1;
+	return (volatile uint64_t *)(uintptr_t)(a + k * part +
+						(h % (part / 8)) * 8);
+}
+
+/* Marks of @s in the block at @a: write them, or count those not there. */
+static uint64_t marks_do(uint64_t s, uint64_t a, uint64_t n, int write)
+{
+	uint64_t v, bad = 0;
+
+	for (uint64_t k = 0; k < n; k++) {
+		volatile uint64_t *w = mark_at(s, a, k, n, &v);
+
+		if (write)
+			*w = v;
+		else
+			bad += *w != v;
+	}
+	return bad;
+}
+
+/* Non-zero words where seed @s puts its marks (MAX_MARKS a block). */
+static uint64_t probe_block(uint64_t a)
+{
+	uint64_t v, n = 0;
+
+	for (uint64_t k = 0; k < MAX_MARKS; k++)
+		n += *mark_at(probe, a, k, MAX_MARKS, &v) != 0;
+	return n;
+}
 
 /* Checks `verify` lines spread over the block at @a, then writes it. */
 static void touch_block(uint64_t a, struct result *r)
 {
+	if (probe)
+		r->foreign += probe_block(a);
 	for (uint64_t k = 0; k < verify; k++) {
 		const volatile uint64_t *l =
 			(const volatile uint64_t
@@ -55,7 +107,14 @@ static void touch_block(uint64_t a, struct result *r)
 		}
 	}
 	r->verified += verify * 64;
-	*(volatile uint8_t *)(uintptr_t)a = pattern;
+	/* With marks, the marks are the block's only writes: none of them
+	 * need land on a line a host samples. */
+	if (marks) {
+		marks_do(seed, a, marks, 1);
+		r->marks += marks;
+	} else {
+		*(volatile uint8_t *)(uintptr_t)a = pattern;
+	}
 	r->touched += stride;
 }
 
@@ -65,7 +124,7 @@ static void touch_block(uint64_t a, struct result *r)
  * bottom up meets the guest only half way: every fault before that
  * needs a scrub).
  */
-static void touch(uint64_t from, uint64_t to, struct result *r)
+static void touch(uint64_t from, uint64_t to, struct result *r, int check)
 {
 	const struct hvm_memmap_table_entry *mm =
 		(const void *)(uintptr_t)info->memmap_paddr;
@@ -82,7 +141,10 @@ static void touch(uint64_t from, uint64_t to, struct result *r)
 		b &= ~(stride - 1);
 		if (a >= b)
 			continue;
-		if (down)
+		if (check)
+			for (uint64_t x = a; x < b; x += stride)
+				r->lost += marks_do(seed, x, marks, 0);
+		else if (down)
 			for (uint64_t x = b; x > a; x -= stride)
 				touch_block(x - stride, r);
 		else
@@ -95,7 +157,7 @@ void guest_main(const struct hvm_start_info *si, uint32_t cpu);
 
 void guest_main(const struct hvm_start_info *si, uint32_t cpu)
 {
-	uint64_t t0, share, top = 0, sum[3] = { 0, 0, 0 };
+	uint64_t t0, share, top = 0, sum[6] = { 0 };
 	struct result *me = &results[cpu];
 
 	if (cpu == 0) {
@@ -117,6 +179,12 @@ void guest_main(const struct hvm_start_info *si, uint32_t cpu)
 		pattern = (uint8_t)number(arg(cmd, "pattern="), 0x5a);
 		down = arg(cmd, "order=down") != 0;
 		nr_cpus = number(arg(cmd, "vcpus="), 1);
+		marks = number(arg(cmd, "mark="), 0);
+		if (marks > MAX_MARKS || marks > stride / 64)
+			marks = MAX_MARKS < stride / 64 ? MAX_MARKS : stride / 64;
+		seed = number(arg(cmd, "seed="), 1);
+		probe = number(arg(cmd, "probe="), 0);
+		recheck = arg(cmd, "recheck") != 0;
 		if (!nr_cpus || nr_cpus > MAX_CPUS)
 			nr_cpus = 1;
 		mm = (const void *)(uintptr_t)si->memmap_paddr;
@@ -138,7 +206,11 @@ void guest_main(const struct hvm_start_info *si, uint32_t cpu)
 	/* Contiguous shares in stride units; the last takes the rest. */
 	share = ((hi - lo) / stride / nr_cpus) * stride;
 	touch(lo + cpu * share,
-	      cpu + 1 == nr_cpus ? hi : lo + (cpu + 1) * share, me);
+	      cpu + 1 == nr_cpus ? hi : lo + (cpu + 1) * share, me, 0);
+	/* After the walk: whatever a host did meanwhile, the marks stay. */
+	if (recheck && marks)
+		touch(lo + cpu * share,
+		      cpu + 1 == nr_cpus ? hi : lo + (cpu + 1) * share, me, 1);
 	__atomic_fetch_add(&cpus_done, 1, __ATOMIC_ACQ_REL);
 	if (cpu != 0)
 		return;
@@ -149,6 +221,9 @@ void guest_main(const struct hvm_start_info *si, uint32_t cpu)
 		sum[0] += results[c].touched;
 		sum[1] += results[c].verified;
 		sum[2] += results[c].nonzero;
+		sum[3] += results[c].marks;
+		sum[4] += results[c].lost;
+		sum[5] += results[c].foreign;
 	}
 	puts_com1("ZVMM-REPORT {");
 	put_field("vcpus", nr_cpus, 0);
@@ -157,7 +232,16 @@ void guest_main(const struct hvm_start_info *si, uint32_t cpu)
 	put_field("touched_bytes", sum[0], 0);
 	put_field("verified_bytes", sum[1], 0);
 	put_field("nonzero_bytes", sum[2], 0);
+	if (marks) {
+		put_field("marks_written", sum[3], 0);
+		if (recheck)
+			put_field("marks_lost", sum[4], 0);
+	}
+	if (probe)
+		put_field("foreign_words", sum[5], 0);
 	put_field("tsc_cycles", t0, 1);
 	puts_com1("}\n");
-	outl(EXIT_PORT, sum[2] ? GUEST_EXIT_STALE : 0);
+	outl(EXIT_PORT, sum[2] || sum[5] ? GUEST_EXIT_STALE :
+			sum[4]	  ? GUEST_EXIT_LOST :
+				    0);
 }

@@ -122,39 +122,35 @@ static void drain(int fd, struct test_run *r)
 	r->out[r->out_len] = '\0';
 }
 
-int test_run_zvmm(const char *const *argv, bool as_user, int sig,
-		  unsigned int signal_after_ms, struct test_run *r)
+int test_spawn_zvmm(const char *const *argv, bool as_user,
+		    struct test_proc *p)
 {
 	const char *args[32];
-	int pfd[2], st, n = 0;
-	pid_t pid;
-
-	char copy[64];
+	int pfd[2], n = 0;
 
 	/*
 	 * An unprivileged child may not reach the build tree (a clone under
 	 * /root, say): it runs a world-readable copy in /tmp instead.
 	 */
+	p->copy[0] = '\0';
 	if (as_user) {
-		snprintf(copy, sizeof(copy), "/tmp/zvmm-test-bin.%d",
+		snprintf(p->copy, sizeof(p->copy), "/tmp/zvmm-test-bin.%d",
 			 (int)getpid());
-		if (copy_file(test_zvmm_bin(), copy, 0755))
+		if (copy_file(test_zvmm_bin(), p->copy, 0755))
 			return -errno;
-		args[n++] = copy;
+		args[n++] = p->copy;
 	} else {
 		args[n++] = test_zvmm_bin();
 	}
 	while (*argv && n < 31)
 		args[n++] = *argv++;
 	args[n] = NULL;
-	r->out_len = 0;
-	r->out[0] = '\0';
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;
-	pid = fork();
-	if (pid < 0)
+	p->pid = fork();
+	if (p->pid < 0)
 		return -errno;
-	if (!pid) {
+	if (!p->pid) {
 		/* A test that times out must not leave zvmm behind. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(pfd[1], 1);
@@ -165,31 +161,95 @@ int test_run_zvmm(const char *const *argv, bool as_user, int sig,
 		_exit(126);
 	}
 	close(pfd[1]);
+	p->fd = pfd[0];
+	return 0;
+}
+
+bool test_wait_output(struct test_proc *p, struct test_run *r,
+		      const char *needle, int timeout_ms)
+{
+	struct pollfd pf = { .fd = p->fd, .events = POLLIN };
+	struct timespec t0, t;
+	long left = timeout_ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!strstr(r->out, needle) && left > 0) {
+		size_t room = sizeof(r->out) - 1 - r->out_len;
+		ssize_t n;
+
+		if (!room || poll(&pf, 1, (int)left) <= 0)
+			return false;
+		n = read(p->fd, r->out + r->out_len, room);
+		if (n <= 0)
+			return false;
+		r->out_len += (size_t)n;
+		r->out[r->out_len] = '\0';
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		left = timeout_ms - ((t.tv_sec - t0.tv_sec) * 1000 +
+				     (t.tv_nsec - t0.tv_nsec) / 1000000);
+	}
+	return strstr(r->out, needle) != NULL;
+}
+
+int test_finish_zvmm(struct test_proc *p, struct test_run *r)
+{
+	int st, n;
+
+	drain(p->fd, r);
+	close(p->fd);
+	n = waitpid(p->pid, &st, 0);
+	if (p->copy[0])
+		unlink(p->copy);
+	if (n < 0)
+		return -errno;
+	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return 0;
+}
+
+int test_run_zvmm(const char *const *argv, bool as_user, int sig,
+		  unsigned int signal_after_ms, struct test_run *r)
+{
+	struct test_proc p;
+	int ret;
+
+	r->out_len = 0;
+	r->out[0] = '\0';
+	ret = test_spawn_zvmm(argv, as_user, &p);
+	if (ret)
+		return ret;
 	if (signal_after_ms) {
-		struct pollfd p = { .fd = pfd[0], .events = POLLIN };
+		struct pollfd pf = { .fd = p.fd, .events = POLLIN };
 		struct timespec t0, t;
 		long left = signal_after_ms;
 
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		/* Wait without reading so output stays ordered. */
 		while (left > 0) {
-			poll(&p, 0, (int)left);
+			poll(&pf, 0, (int)left);
 			clock_gettime(CLOCK_MONOTONIC, &t);
 			left = signal_after_ms -
 			       ((t.tv_sec - t0.tv_sec) * 1000 +
 				(t.tv_nsec - t0.tv_nsec) / 1000000);
 		}
-		kill(pid, sig);
+		kill(p.pid, sig);
 	}
-	drain(pfd[0], r);
-	close(pfd[0]);
-	n = waitpid(pid, &st, 0);
-	if (as_user)
-		unlink(copy);
-	if (n < 0)
-		return -errno;
-	r->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	return 0;
+	return test_finish_zvmm(&p, r);
+}
+
+int test_run_zvmm_signal_at(const char *const *argv, const char *needle,
+			    int sig, struct test_run *r)
+{
+	struct test_proc p;
+	int ret;
+
+	r->out_len = 0;
+	r->out[0] = '\0';
+	ret = test_spawn_zvmm(argv, false, &p);
+	if (ret)
+		return ret;
+	if (test_wait_output(&p, r, needle, 60000))
+		kill(p.pid, sig);
+	return test_finish_zvmm(&p, r);
 }
 
 void test_poison_file(const char *path, uint64_t bytes)

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <criterion/parameterized.h>
 
@@ -45,6 +46,34 @@ struct test_run {
  */
 int test_run_zvmm(const char *const *argv, bool as_user, int sig,
 		  unsigned int signal_after_ms, struct test_run *r);
+
+/* A zvmm running in the background, its stdout and stderr on @fd. */
+struct test_proc {
+	pid_t pid;
+	int fd;
+	char copy[64];
+};
+
+/* Starts zvmm with @argv as test_run_zvmm() does, without waiting. */
+int test_spawn_zvmm(const char *const *argv, bool as_user,
+		    struct test_proc *p);
+
+/*
+ * Reads @p's output into @r until it holds @needle (true), or the
+ * output ends or @timeout_ms pass (false). @r starts empty.
+ */
+bool test_wait_output(struct test_proc *p, struct test_run *r,
+		      const char *needle, int timeout_ms);
+
+/* Reads the rest of @p's output into @r and waits for its status. */
+int test_finish_zvmm(struct test_proc *p, struct test_run *r);
+
+/*
+ * Runs zvmm and sends @sig once its output holds @needle: the test
+ * synchronises on what zvmm says it reached, not on a sleep.
+ */
+int test_run_zvmm_signal_at(const char *const *argv, const char *needle,
+			    int sig, struct test_run *r);
 
 /*
  * Pool files: makes @path @bytes long and writes the poison over all of

@@ -288,7 +288,9 @@ static void write_json(struct run_state *s, FILE *f, int exit_code)
 		s->pol.mode == ZERO_MODE_HYBRID ? s->st1.bg_seconds : 0;
 	static const char *const keys[] = { "touched_bytes",  "verified_bytes",
 					    "nonzero_bytes",  "stride",
-					    "reserved_bytes", "tsc_cycles" };
+					    "reserved_bytes", "tsc_cycles",
+					    "marks_written", "marks_lost",
+					    "foreign_words" };
 	struct rusage ru;
 	uint64_t v;
 
