@@ -273,6 +273,7 @@ struct run_state {
 	uint64_t exit_bytes;
 	double exit_seconds;
 	bool record_written;
+	bool json_written;
 	double t_ready, t_end;
 	FILE *out, *serial, *json;
 };
@@ -634,6 +635,9 @@ static void apply_on_exit(struct run_state *s, int status)
 	if (!m->pool)
 		return;
 	zero_engine_quiesce(s->engine);
+	/* Whatever on_exit does, what the guest had is the guest's. */
+	if (zero_mem_guest_exited(m))
+		return;
 	switch (s->pol.on_exit) {
 	case ZERO_EXIT_KEEP:
 		s->exit_action = "keep";
@@ -655,11 +659,6 @@ static void apply_on_exit(struct run_state *s, int status)
 		s->exit_action = "scrub";
 		break;
 	}
-	/* What the guest had is stale now. */
-	for (uint64_t i = 0; i < m->nr_pages; i++)
-		if (zero_page_get(m->pages, i) == ZP_MAPPED &&
-		    zero_page_move(m->pages, i, ZP_MAPPED, ZP_DIRTY))
-			return;
 	ret = zero_engine_prezero(s->engine, &r);
 	s->exit_bytes = r.scrub_bytes + r.populate_bytes;
 	s->exit_seconds = r.seconds;
@@ -849,8 +848,10 @@ int cmd_run(int argc, char **argv)
 	if (!vmm_sigwatch_start(&w))
 		apply_on_exit(s, status);
 	summary(s, code);
-	if (s->json)
+	if (s->json) {
 		write_json(s, s->json, code);
+		s->json_written = true;
+	}
 	ret = 0;
 out_sig:
 	if (vmm_sigwatch_end(&w) && ret == -ECANCELED)
@@ -868,7 +869,8 @@ out_sig:
 	zero_hugetlb_release(&s->resv);
 	if (s->json && s->json != stdout) {
 		fclose(s->json);
-		if (status && !s->dev.have_report)
+		/* Written whenever the guest ran, report or not. */
+		if (!s->json_written)
 			unlink(s->o.json);
 	}
 	if (s->serial && s->serial != stdout && s->serial != stderr)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -18,12 +19,21 @@
 int vmm_faults_open(struct vmm_faults *f, struct zero_mem *mem,
 		    struct zero_engine *engine, char *err, size_t len)
 {
-	struct uffdio_api api = { .api = UFFD_API,
-				  .features = UFFD_FEATURE_MINOR_HUGETLBFS };
+	const uint64_t need = UFFD_FEATURE_MINOR_HUGETLBFS |
+			      UFFD_FEATURE_MISSING_HUGETLBFS;
+	struct uffdio_api api = { .api = UFFD_API, .features = need };
+	/*
+	 * MINOR: a page the file holds but the guest has not mapped.
+	 * MISSING: a hole. With both, no first touch of any page reaches
+	 * the guest without zvmm, so the page table is the truth and a
+	 * page the kernel would have allocated for the guest unseen can
+	 * never be a background scrub target (DESIGN.md 3).
+	 */
 	struct uffdio_register reg = {
 		.range = { .start = (uint64_t)(uintptr_t)mem->guest,
 			   .len = mem->bytes },
-		.mode = UFFDIO_REGISTER_MODE_MINOR,
+		.mode = UFFDIO_REGISTER_MODE_MINOR |
+			UFFDIO_REGISTER_MODE_MISSING,
 	};
 	int ret;
 
@@ -53,11 +63,11 @@ int vmm_faults_open(struct vmm_faults *f, struct zero_mem *mem,
 		goto fail;
 	}
 	if (ioctl(f->uffd, UFFDIO_API, &api) ||
-	    !(api.features & UFFD_FEATURE_MINOR_HUGETLBFS)) {
+	    (api.features & need) != need) {
 		ret = -EOPNOTSUPP;
 		snprintf(
 			err, len,
-			"this kernel's userfaultfd lacks minor faults on hugetlbfs (UFFD_FEATURE_MINOR_HUGETLBFS, Linux 5.13+): use the prezero policy");
+			"this kernel's userfaultfd lacks missing and minor faults on hugetlbfs (UFFD_FEATURE_MINOR_HUGETLBFS, Linux 5.13+): use the prezero policy");
 		goto fail;
 	}
 	if (ioctl(f->uffd, UFFDIO_REGISTER, &reg) ||
@@ -219,9 +229,21 @@ int vmm_faults_complete(struct vmm_faults *f)
 		return -errno;
 	while ((n = zero_engine_pop_done(f->engine, pages, 64)))
 		for (unsigned int i = 0; i < n; i++) {
-			/* DIRTY here means cancelled: the run is ending. */
-			if (zero_page_get(f->mem->pages, pages[i]) != ZP_ZERO)
+			/*
+			 * Not ZERO: cancelled (the run is ending), or a
+			 * worker failed, and then a vCPU waits on this page
+			 * for ever: the run ends with the error.
+			 */
+			if (zero_page_get(f->mem->pages, pages[i]) != ZP_ZERO) {
+				ret = zero_engine_error(f->engine);
+				if (ret) {
+					pr_err("zeroing guest page %llu for a vCPU failed: %s",
+					       (unsigned long long)pages[i],
+					       strerror(-ret));
+					return ret;
+				}
 				continue;
+			}
 			ret = map_page(f, pages[i]);
 			if (ret)
 				return ret;
@@ -234,9 +256,18 @@ static void zero_now_here(struct vmm_faults *f, uint64_t page,
 {
 	struct zero_mem *m = f->mem;
 
-	if (zero_page_move(m->pages, page, ZP_DIRTY, ZP_ZEROING))
+	enum zero_page_state s = zero_page_get(m->pages, page);
+	char *p = zero_mem_alias_page(m, page);
+
+	if ((s != ZP_DIRTY && s != ZP_FRESH) ||
+	    zero_page_move(m->pages, page, s, ZP_ZEROING))
 		return;
-	clear(zero_mem_alias_page(m, page), m->page_bytes);
+	/* A hole: the kernel zeroes the page it allocates. */
+	if (s == ZP_FRESH ? madvise(p, m->page_bytes, MADV_POPULATE_WRITE) :
+			    (clear(p, m->page_bytes), 0)) {
+		(void)!zero_page_move(m->pages, page, ZP_ZEROING, ZP_DIRTY);
+		return;
+	}
 	(void)!zero_page_move(m->pages, page, ZP_ZEROING, ZP_ZERO);
 }
 

@@ -326,6 +326,17 @@ unsigned int zero_engine_pop_done(struct zero_engine *e, uint64_t *pages,
 	return n;
 }
 
+int zero_engine_error(struct zero_engine *e)
+{
+	for (unsigned int i = 0; i < e->nr_pools; i++) {
+		int ret = zero_pool_error(e->pool[i]);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 void zero_engine_quiesce(struct zero_engine *e)
 {
 	zero_engine_cancel(e);

@@ -102,6 +102,9 @@ unsigned int zero_engine_pop_done(struct zero_engine *e, uint64_t *pages,
  */
 void zero_engine_progress(void *engine);
 
+/* The first error a worker met since the last start, or 0. */
+int zero_engine_error(struct zero_engine *e);
+
 /* Cancels all work and waits until no page is ZEROING. */
 void zero_engine_quiesce(struct zero_engine *e);
 

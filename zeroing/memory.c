@@ -5,9 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <linux/magic.h>
 
@@ -100,6 +102,80 @@ static int check_mount(const char *pool, uint64_t page_bytes, char *err,
 	return 0;
 }
 
+/*
+ * The pid holding a flock(2) on the file @fd, from /proc/locks (the
+ * kernel names the process that took it), or -1 when not found.
+ */
+static long lock_holder(int fd)
+{
+	unsigned int maj, min;
+	unsigned long ino;
+	char line[256], kind[16];
+	struct stat st;
+	long pid = -1, p;
+	FILE *f;
+
+	if (fstat(fd, &st))
+		return -1;
+	f = fopen("/proc/locks", "re");
+	if (!f)
+		return -1;
+	while (pid < 0 && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%*d: %15s %*s %*s %ld %x:%x:%lu", kind, &p,
+			   &maj, &min, &ino) == 5 &&
+		    !strcmp(kind, "FLOCK") && ino == st.st_ino &&
+		    makedev(maj, min) == st.st_dev)
+			pid = p;
+	fclose(f);
+	return pid;
+}
+
+/*
+ * A pool file belongs to one launch at a time: an exclusive flock(2) for
+ * the whole run, held by the open file, so the kernel drops it when the
+ * holder exits however it exits (a dead holder never blocks). Returns 0,
+ * or -EBUSY with @err naming the holder.
+ */
+static int lock_pool(int fd, const char *path, char *err, size_t len)
+{
+	long pid;
+
+	if (!flock(fd, LOCK_EX | LOCK_NB))
+		return 0;
+	if (errno != EWOULDBLOCK) {
+		int e = errno;
+
+		snprintf(err, len, "--pool %s: cannot lock it: %s", path,
+			 strerror(e));
+		return -e;
+	}
+	pid = lock_holder(fd);
+	if (pid > 0)
+		snprintf(
+			err, len,
+			"pool %s is in use by zvmm pid %ld: wait for it to end, or use another --pool",
+			path, pid);
+	else
+		snprintf(
+			err, len,
+			"pool %s is in use by another zvmm: wait for it to end, or use another --pool",
+			path);
+	return -EBUSY;
+}
+
+/* Whether another launch holds the pool at @path (checked before anything
+ * is allocated; zero_mem_create() takes the lock for real). */
+static int probe_pool_lock(const char *path, char *err, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), ret;
+
+	if (fd < 0)
+		return 0;
+	ret = lock_pool(fd, path, err, len);
+	close(fd); /* drops the probe's own lock */
+	return ret == -EBUSY ? ret : 0;
+}
+
 int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 {
 	uint64_t nr = o->bytes / o->page_bytes, have = 0, fbytes = 0, need;
@@ -137,6 +213,8 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 	}
 	if (o->pool_path) {
 		ret = check_mount(o->pool_path, o->page_bytes, err, len);
+		if (!ret)
+			ret = probe_pool_lock(o->pool_path, err, len);
 		if (ret)
 			return ret;
 		ret = zero_mem_pool_pages(o->pool_path, o->page_bytes, &have,
@@ -228,6 +306,11 @@ static int open_backing(const struct zero_mem_opts *o, struct zero_mem *m,
 	m->pool = true;
 	m->fd = open(o->pool_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (m->fd >= 0) {
+		/* Another launch may have opened the new file already:
+		 * then it is theirs, and it stays. */
+		e = lock_pool(m->fd, o->pool_path, err, len);
+		if (e)
+			return e;
 		m->created = true;
 		if (ftruncate(m->fd, (off_t)o->bytes))
 			goto err_errno;
@@ -238,6 +321,9 @@ static int open_backing(const struct zero_mem_opts *o, struct zero_mem *m,
 	m->fd = open(o->pool_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 	if (m->fd < 0)
 		goto err_errno;
+	e = lock_pool(m->fd, o->pool_path, err, len);
+	if (e)
+		return e;
 	if (fstat(m->fd, &st))
 		goto err_errno;
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != o->bytes) {
@@ -283,8 +369,13 @@ int zero_mem_create(const struct zero_mem_opts *o, struct zero_mem **out,
 
 		/*
 		 * A reused pool may hold the previous guest's data. Without
-		 * a record proving otherwise every page is DIRTY: scrubbing a
-		 * page that turns out unallocated costs time, never safety.
+		 * a record proving otherwise every page of a file that holds
+		 * any page is DIRTY: hugetlbfs cannot say which pages it
+		 * holds (its llseek has no SEEK_DATA/SEEK_HOLE, checked on
+		 * 6.18, and mincore(2) sees only a mapping's own page
+		 * tables). Safety does not rest on this: the guest mapping
+		 * is registered for MISSING and MINOR faults, so the guest
+		 * reaches no page, hole or not, without zvmm (DESIGN.md 3).
 		 */
 		if (!fstat(m->fd, &st) && st.st_blocks)
 			initial = ZP_DIRTY;
@@ -336,4 +427,48 @@ void zero_mem_destroy(struct zero_mem *m)
 		close(m->fd);
 	zero_pages_destroy(m->pages);
 	free(m);
+}
+
+uint64_t zero_mem_allocated_pages(const struct zero_mem *m)
+{
+	struct stat st;
+
+	if (fstat(m->fd, &st))
+		return m->nr_pages; /* unknown: assume all */
+	/* hugetlbfs accounts allocated pages in st_blocks. */
+	return (uint64_t)st.st_blocks * 512 / m->page_bytes;
+}
+
+int zero_mem_guest_exited(struct zero_mem *m)
+{
+	uint64_t held = 0, fresh = 0;
+	int ret;
+
+	for (uint64_t i = 0; i < m->nr_pages; i++) {
+		enum zero_page_state s = zero_page_get(m->pages, i);
+
+		if (s == ZP_MAPPED) {
+			ret = zero_page_move(m->pages, i, ZP_MAPPED, ZP_DIRTY);
+			if (ret)
+				return ret;
+		}
+		fresh += s == ZP_FRESH;
+		held += s != ZP_FRESH;
+	}
+	/*
+	 * Every page the table does not call FRESH is in the file or was
+	 * never allocated (DIRTY from a partly held pool). If the file holds
+	 * more than that, a FRESH page was allocated behind zvmm's back (a
+	 * writer other than the guest, whose every first touch faulted to
+	 * zvmm): which one is unknown, so none of them is trusted.
+	 */
+	if (fresh && zero_mem_allocated_pages(m) > held)
+		for (uint64_t i = 0; i < m->nr_pages; i++)
+			if (zero_page_get(m->pages, i) == ZP_FRESH) {
+				ret = zero_page_move(m->pages, i, ZP_FRESH,
+						     ZP_DIRTY);
+				if (ret)
+					return ret;
+			}
+	return 0;
 }

@@ -75,6 +75,17 @@ static inline char *zero_mem_guest_page(const struct zero_mem *m, uint64_t i)
 	return m->guest + i * m->page_bytes;
 }
 
+/* Hugepages the file holds now (allocated in the kernel's page cache). */
+uint64_t zero_mem_allocated_pages(const struct zero_mem *m);
+
+/*
+ * After a guest has run (no worker and no vCPU left): every page it had
+ * is DIRTY, and so is every FRESH page if the file holds more pages than
+ * the table accounts for. Returns 0 or a negative errno.
+ */
+int zero_mem_guest_exited(struct zero_mem *m)
+	__attribute__((warn_unused_result));
+
 /* Hugepages the pool file at @path holds (0 if it does not exist). */
 int zero_mem_pool_pages(const char *path, uint64_t page_bytes, uint64_t *pages,
 			uint64_t *file_bytes)

@@ -11,10 +11,15 @@
  * populating the guest mapping) or from FRESH (the kernel zeroes a page
  * it allocates on the guest's fault). A page being cleared goes back to
  * DIRTY when the work is cancelled: it may still hold data. Any page can
- * be punched out of the file and become FRESH again.
+ * be punched out of the file and become FRESH again, and a FRESH page
+ * becomes DIRTY when the file turns out to hold it after all (someone
+ * wrote it): distrust is always allowed.
  */
 static const bool allowed[ZP_NR_STATES][ZP_NR_STATES] = {
-	[ZP_FRESH] = { [ZP_ZEROING] = true, [ZP_ZERO] = true, [ZP_MAPPED] = true },
+	[ZP_FRESH] = { [ZP_ZEROING] = true,
+		       [ZP_ZERO] = true,
+		       [ZP_MAPPED] = true,
+		       [ZP_DIRTY] = true },
 	[ZP_DIRTY] = { [ZP_ZEROING] = true, [ZP_FRESH] = true },
 	[ZP_ZEROING] = { [ZP_ZERO] = true, [ZP_DIRTY] = true },
 	[ZP_ZERO] = { [ZP_MAPPED] = true, [ZP_DIRTY] = true, [ZP_FRESH] = true },

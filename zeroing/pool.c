@@ -573,6 +573,16 @@ unsigned int zero_pool_pop_done(struct zero_pool *pool, uint64_t *pages,
 	return n;
 }
 
+int zero_pool_error(struct zero_pool *pool)
+{
+	int ret;
+
+	pthread_mutex_lock(&pool->lock);
+	ret = pool->error;
+	pthread_mutex_unlock(&pool->lock);
+	return ret;
+}
+
 void zero_pool_cancel(struct zero_pool *pool)
 {
 	pthread_mutex_lock(&pool->lock);

@@ -105,6 +105,9 @@ unsigned int zero_pool_pop_done(struct zero_pool *pool, uint64_t *pages,
  */
 void zero_pool_cancel(struct zero_pool *pool);
 
+/* The first error a worker met since the last start, or 0. */
+int zero_pool_error(struct zero_pool *pool);
+
 void zero_pool_get_stats(struct zero_pool *pool, struct zero_pool_stats *s);
 
 #endif
