@@ -76,12 +76,9 @@ static int new_mem(struct bench *bn, uint64_t page, struct zero_mem **m)
 /* A pool that held a guest: every page written with a pattern, DIRTY. */
 static int make_dirty(struct zero_mem *m)
 {
-	for (uint64_t i = 0; i < m->nr_pages; i++) {
+	for (uint64_t i = 0; i < m->nr_pages; i++)
 		memset(zero_mem_alias_page(m, i), 0xa5, m->page_bytes);
-		if (zero_page_move(m->pages, i, ZP_ZERO, ZP_DIRTY))
-			return -EIO;
-	}
-	return 0;
+	return zero_mem_written(m);
 }
 
 static int populate_rows(struct bench *bn, uint64_t page, const unsigned int *w,

@@ -23,11 +23,10 @@ static struct vmm_vm *vm;
 static struct vmm_vm *make_vm(void)
 {
 	struct vmm_vm *v = calloc(1, sizeof(*v));
-	struct zero_mem *m = calloc(1, sizeof(*m));
+	struct zero_guest_layout *m = calloc(1, sizeof(*m));
 
 	if (!v || !m)
 		abort();
-	m->fd = -1;
 	m->bytes = RAM_BYTES;
 	m->guest = malloc(RAM_BYTES);
 	if (!m->guest)

@@ -181,7 +181,8 @@ void guest_main(const struct hvm_start_info *si, uint32_t cpu)
 		nr_cpus = number(arg(cmd, "vcpus="), 1);
 		marks = number(arg(cmd, "mark="), 0);
 		if (marks > MAX_MARKS || marks > stride / 64)
-			marks = MAX_MARKS < stride / 64 ? MAX_MARKS : stride / 64;
+			marks = MAX_MARKS < stride / 64 ? MAX_MARKS :
+							  stride / 64;
 		seed = number(arg(cmd, "seed="), 1);
 		probe = number(arg(cmd, "probe="), 0);
 		recheck = arg(cmd, "recheck") != 0;
@@ -242,6 +243,6 @@ void guest_main(const struct hvm_start_info *si, uint32_t cpu)
 	put_field("tsc_cycles", t0, 1);
 	puts_com1("}\n");
 	outl(EXIT_PORT, sum[2] || sum[5] ? GUEST_EXIT_STALE :
-			sum[4]	  ? GUEST_EXIT_LOST :
-				    0);
+			sum[4]		 ? GUEST_EXIT_LOST :
+					   0);
 }

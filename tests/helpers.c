@@ -122,8 +122,7 @@ static void drain(int fd, struct test_run *r)
 	r->out[r->out_len] = '\0';
 }
 
-int test_spawn_zvmm(const char *const *argv, bool as_user,
-		    struct test_proc *p)
+int test_spawn_zvmm(const char *const *argv, bool as_user, struct test_proc *p)
 {
 	const char *args[32];
 	int pfd[2], n = 0;

@@ -55,8 +55,7 @@ struct test_proc {
 };
 
 /* Starts zvmm with @argv as test_run_zvmm() does, without waiting. */
-int test_spawn_zvmm(const char *const *argv, bool as_user,
-		    struct test_proc *p);
+int test_spawn_zvmm(const char *const *argv, bool as_user, struct test_proc *p);
 
 /*
  * Reads @p's output into @r until it holds @needle (true), or the

@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <errno.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -17,6 +18,25 @@
 #include "../zeroing/calibrate.h"
 #include "../zeroing/engine.h"
 #include "helpers.h"
+
+/*
+ * Waits (up to 10 s) until page @page is in @state, or with @any set
+ * until some page is: the tests follow the workers by what they did, not
+ * by how long they might take.
+ */
+static bool wait_for(const struct zero_mem *m, uint64_t page,
+		     enum zero_page_state state, bool any)
+{
+	double end = zero_now() + 10;
+
+	while (zero_now() < end) {
+		if (any ? zero_pages_count(m->pages, state) > 0 :
+			  zero_page_get(m->pages, page) == state)
+			return true;
+		sched_yield();
+	}
+	return false;
+}
 
 static struct zero_hugetlb_resv resv = ZERO_HUGETLB_RESV_INIT;
 static long free_before = -1;
@@ -187,14 +207,13 @@ Test(engine, cancel_leaves_no_zero_page_with_poison, .fini = give_back,
 	poison(m);
 	/* 128 MiB/s and 64 KiB chunks: pages are caught half-cleared. */
 	e = engine_or_fail(m, "memset", 64 << 10, 128 * SZ_1M);
-	for (unsigned int i = 0; i < e->nr_pools; i++)
-		zero_pool_start(e->pool[i], 128 * SZ_1M, false);
-	usleep(300 * 1000);
+	zero_engine_start(e, 128 * SZ_1M, false);
+	/* Cancel once a page is done and the next is under way. */
+	cr_assert(wait_for(m, 1, ZP_ZERO, 1) && wait_for(m, 1, ZP_ZEROING, 1),
+		  "the workers did not get going");
 	t0 = zero_now();
 	zero_engine_cancel(e);
-	for (unsigned int i = 0; i < e->nr_pools; i++)
-		cr_assert_eq(zero_pool_wait(e->pool[i], NULL, NULL),
-			     -ECANCELED);
+	cr_assert_eq(zero_engine_wait(e), -ECANCELED);
 	/* Within one chunk: a 64 KiB chunk takes microseconds. */
 	cr_assert_lt(zero_now() - t0, 0.05, "cancel took %.3f s",
 		     zero_now() - t0);
@@ -235,10 +254,10 @@ Test(engine, rate_limit_holds_within_10_percent, .fini = give_back,
 	poison(m);
 	e = engine_or_fail(m, "memset", 256 << 10, rate);
 	t0 = zero_now();
-	zero_pool_start(e->pool[0], rate, false);
-	cr_assert_eq(zero_pool_wait(e->pool[0], NULL, NULL), 0);
+	zero_engine_start(e, rate, false);
+	cr_assert_eq(zero_engine_wait(e), 0);
 	secs = zero_now() - t0;
-	zero_pool_get_stats(e->pool[0], &s);
+	zero_engine_stats(e, &s);
 	got = (double)s.scrub_bytes / secs;
 	cr_assert_eq(s.scrub_bytes, bytes);
 	cr_assert(got > 0.9 * (double)rate && got < 1.1 * (double)rate,
@@ -266,8 +285,11 @@ Test(engine, demand_joins_page_in_progress, .fini = give_back, .timeout = 60)
 	poison(m);
 	/* 256 MiB/s: the first page alone would take 4 s. */
 	e = engine_or_fail(m, "memset", 2 * SZ_1M, 256 * SZ_1M);
-	zero_pool_start(e->pool[0], 256 * SZ_1M, false);
-	usleep(500 * 1000);
+	zero_engine_start(e, 256 * SZ_1M, false);
+	/* Its first chunks are done, most are not. */
+	cr_assert(wait_for(m, 0, ZP_ZEROING, 0), "page 0 never started");
+	while (zero_engine_stats(e, &s), !s.scrub_bytes)
+		sched_yield();
 	cr_assert_eq(zero_page_get(m->pages, 0), ZP_ZEROING);
 	t0 = zero_now();
 	cr_assert_eq(zero_engine_demand(e, 0), 0);
@@ -276,7 +298,7 @@ Test(engine, demand_joins_page_in_progress, .fini = give_back, .timeout = 60)
 	cr_assert_eq(test_find_not(zero_mem_guest_page(m, 0), SZ_1G, 0), -1);
 	cr_assert_lt(waited, 1.5, "demand waited %.2f s behind the limit",
 		     waited);
-	zero_pool_get_stats(e->pool[0], &s);
+	zero_engine_stats(e, &s);
 	cr_assert_gt(s.demand_bytes, 0);
 	cr_assert_lt(s.demand_bytes, SZ_1G, "the page was not joined");
 	/* Page 1 is demanded while still DIRTY: it jumps the queue. */

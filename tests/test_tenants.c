@@ -69,12 +69,11 @@ static void launch(const char *mem, const char *pages, const char *policy,
 	snprintf(pol, sizeof(pol), "configs/%s.conf", policy);
 	snprintf(ex, sizeof(ex), "pool.on_exit=%s", on_exit);
 	cr_assert_eq(test_run_zvmm(
-			     (const char *[]){ "run", "--mem", mem,
-					       "--hugepages", pages, "--pool",
-					       pool, "--policy", pol, "--set",
-					       ex, "--vcpus", vcpus,
-					       "--cmdline", cmdline, "--json",
-					       "-", "--quiet", NULL },
+			     (const char *[]){
+				     "run", "--mem", mem, "--hugepages", pages,
+				     "--pool", pool, "--policy", pol, "--set",
+				     ex, "--vcpus", vcpus, "--cmdline", cmdline,
+				     "--json", "-", "--quiet", NULL },
 			     false, 0, 0, &r),
 		     0);
 }
@@ -102,9 +101,9 @@ ParameterizedTestParameters(tenants, second_reads_only_zeros)
 		for (unsigned int e = 0; e < 3; e++)
 			for (unsigned int g = 0; g < 2; g++)
 				for (unsigned int v = 1; v <= 2; v++)
-					cases[n++] = (struct tenant_case){
-						p, e, g, v
-					};
+					cases[n++] = (struct tenant_case){ p, e,
+									   g,
+									   v };
 	return cr_make_param_array(struct tenant_case, cases, n);
 }
 
@@ -189,15 +188,15 @@ Test(tenants, busy_pool_is_refused)
 	int st;
 
 	need_pool(SZ_2M, 512);
-	cr_assert_eq(test_spawn_zvmm(
-			     (const char *[]){
-				     "run", "--mem", "1G", "--pool", pool,
-				     "--policy", "configs/hybrid.conf",
-				     "--cmdline",
-				     "mark=8 seed=5 recheck verify=64",
-				     "--json", "-", "--quiet", NULL },
-			     false, &pa),
-		     0);
+	cr_assert_eq(
+		test_spawn_zvmm(
+			(const char *[]){ "run", "--mem", "1G", "--pool", pool,
+					  "--policy", "configs/hybrid.conf",
+					  "--cmdline",
+					  "mark=8 seed=5 recheck verify=64",
+					  "--json", "-", "--quiet", NULL },
+			false, &pa),
+		0);
 	cr_assert(test_wait_output(&pa, &a, "ZVMM-TOUCH-START", 60000),
 		  "tenant A never started: %s", a.out);
 	launch("1G", "2M", "hybrid", "keep", "1", "verify=1");

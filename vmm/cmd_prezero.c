@@ -15,7 +15,7 @@
 
 #include "../lib/log.h"
 #include "../lib/size.h"
-#include "../zeroing/engine.h"
+#include "../zeroing/guest.h"
 #include "cli.h"
 #include "sigwatch.h"
 
@@ -43,8 +43,12 @@ static void prezero_usage(FILE *f)
 
 static void on_signal(void *arg, int sig)
 {
+	struct zero_guest **g = arg;
+	struct zero_guest *p = __atomic_load_n(g, __ATOMIC_ACQUIRE);
+
 	(void)sig;
-	zero_engine_cancel(arg);
+	if (p)
+		zero_guest_cancel(p);
 }
 
 static int parse_page(const char *arg, uint64_t *page)
@@ -77,24 +81,22 @@ int cli_load_policy(const char *file, const struct cli_sets *sets,
 	return 0;
 }
 
-static void write_json(FILE *f, const struct zero_engine *e,
+static void write_json(FILE *f, const struct zero_guest_layout *m,
+		       const struct zero_guest_report *z,
 		       const struct zero_prezero_report *r)
 {
-	const struct zero_mem *m = e->mem;
-
 	fprintf(f,
 		"{ \"version\": 1, \"mem_bytes\": %llu, \"page_bytes\": %llu,\n"
 		"  \"policy\": { \"mode\": \"prezero\", \"backend\": \"%s\", \"workers\": %u, \"chunk_bytes\": %llu },\n"
 		"  \"prezero\": { \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.3f, \"scrub_bytes\": %llu, \"populate_bytes\": %llu },\n"
 		"  \"pages\": { \"zero\": %llu, \"dirty\": %llu } }\n",
 		(unsigned long long)m->bytes, (unsigned long long)m->page_bytes,
-		zero_engine_backend_name(e), e->plan.nr_workers,
-		(unsigned long long)e->chunk,
+		z->backend, z->workers, (unsigned long long)z->chunk,
 		(unsigned long long)(r->scrub_bytes + r->populate_bytes),
 		r->seconds, r->gbps, (unsigned long long)r->scrub_bytes,
 		(unsigned long long)r->populate_bytes,
-		(unsigned long long)zero_pages_count(m->pages, ZP_ZERO),
-		(unsigned long long)zero_pages_count(m->pages, ZP_DIRTY));
+		(unsigned long long)z->zero_pages,
+		(unsigned long long)z->dirty_pages);
 }
 
 int cmd_prezero(int argc, char **argv)
@@ -110,14 +112,15 @@ int cmd_prezero(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct zero_mem_opts mo = { .page_bytes = SZ_2M };
+	struct zero_guest_cfg gc = { .mem = { .page_bytes = SZ_2M } };
+	struct zero_mem_opts *mo = &gc.mem;
 	const char *policy = NULL, *json = NULL;
-	struct zero_engine_cfg ec = { 0 };
+	const struct zero_guest_layout *m;
+	struct zero_guest_report z;
 	struct vmm_sigwatch w = { .on_signal = on_signal };
 	int sig;
 	struct zero_prezero_report r;
-	struct zero_engine *e = NULL;
-	struct zero_mem *m = NULL;
+	struct zero_guest *g = NULL;
 	struct cli_sets sets = { .n = 0 };
 	char err[512], a[32], b[32];
 	struct zero_policy pol;
@@ -127,15 +130,15 @@ int cmd_prezero(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
-			if (cli_parse_size("--mem", optarg, &mo.bytes))
+			if (cli_parse_size("--mem", optarg, &mo->bytes))
 				return EXIT_USAGE;
 			break;
 		case 'H':
-			if (parse_page(optarg, &mo.page_bytes))
+			if (parse_page(optarg, &mo->page_bytes))
 				return EXIT_USAGE;
 			break;
 		case 'P':
-			mo.pool_path = optarg;
+			mo->pool_path = optarg;
 			break;
 		case 'p':
 			policy = optarg;
@@ -148,7 +151,7 @@ int cmd_prezero(int argc, char **argv)
 			json = optarg;
 			break;
 		case 'q':
-			ec.quiet = true;
+			gc.quiet = true;
 			break;
 		case 'h':
 			prezero_usage(stdout);
@@ -162,13 +165,13 @@ int cmd_prezero(int argc, char **argv)
 		pr_err("prezero: unexpected argument '%s'", argv[optind]);
 		return EXIT_USAGE;
 	}
-	if (!mo.bytes) {
+	if (!mo->bytes) {
 		pr_err("prezero needs --mem SIZE, e.g. --mem 4G");
 		return EXIT_USAGE;
 	}
 	if (cli_load_policy(policy, &sets, &pol))
 		return EXIT_USAGE;
-	ret = zero_mem_preflight(&mo, err, sizeof(err));
+	ret = zero_guest_preflight(mo, err, sizeof(err));
 	if (ret) {
 		pr_err("%s", err);
 		return cli_exit_status(ret);
@@ -188,19 +191,15 @@ int cmd_prezero(int argc, char **argv)
 	/* Blocked before any thread exists, so every thread inherits it. */
 	vmm_sigwatch_block(&w);
 
-	ret = zero_mem_create(&mo, &m, err, sizeof(err));
+	gc.pol = &pol;
+	w.arg = &g;
+	ret = zero_guest_open(&gc, &g, err, sizeof(err));
 	if (ret) {
 		pr_err("%s", err);
 		goto out;
 	}
-	ec.pol = &pol;
-	ec.mem = m;
-	ret = zero_engine_create(&ec, &e, err, sizeof(err));
-	if (ret) {
-		pr_err("%s", err);
-		goto out;
-	}
-	w.arg = e;
+	m = zero_guest_layout(g);
+	zero_guest_report(g, &z);
 	ret = vmm_sigwatch_start(&w);
 	if (ret) {
 		pr_err("cannot start the signal thread: %s", strerror(-ret));
@@ -210,17 +209,17 @@ int cmd_prezero(int argc, char **argv)
 		"zvmm: prezero of %s on %s pages (%s%s): backend %s, %u worker%s, chunk %s\n",
 		size_format(m->bytes, a, sizeof(a)),
 		size_label(m->page_bytes, b, sizeof(b)),
-		m->pool ? "pool " : "anonymous memfd", m->pool ? m->path : "",
-		zero_engine_backend_name(e), e->plan.nr_workers,
-		e->plan.nr_workers == 1 ? "" : "s",
-		size_format(e->chunk, err, sizeof(err)));
+		mo->pool_path ? "pool " : "anonymous memfd",
+		mo->pool_path ? mo->pool_path : "", z.backend, z.workers,
+		z.workers == 1 ? "" : "s",
+		size_format(z.chunk, err, sizeof(err)));
 	fflush(out);
-	ret = zero_engine_prezero(e, &r);
+	ret = zero_guest_prezero(g, &r);
 	sig = vmm_sigwatch_end(&w);
+	zero_guest_report(g, &z);
 	if (sig) {
 		pr_err("interrupted by %s: %llu of %llu pages are zero, the rest stay dirty",
-		       strsignal(sig),
-		       (unsigned long long)zero_pages_count(m->pages, ZP_ZERO),
+		       strsignal(sig), (unsigned long long)z.zero_pages,
 		       (unsigned long long)m->nr_pages);
 		ret = -ECANCELED;
 		goto out;
@@ -233,17 +232,16 @@ int cmd_prezero(int argc, char **argv)
 		"zvmm: scrubbed %s, populated %s in %.3f s: %.1f GB/s; %llu of %llu pages zero\n",
 		size_human(r.scrub_bytes, a, sizeof(a)),
 		size_human(r.populate_bytes, b, sizeof(b)), r.seconds, r.gbps,
-		(unsigned long long)zero_pages_count(m->pages, ZP_ZERO),
+		(unsigned long long)z.zero_pages,
 		(unsigned long long)m->nr_pages);
 	if (jf)
-		write_json(jf, e, &r);
+		write_json(jf, m, &z, &r);
 out:
 	status = cli_exit_status(ret);
 	if (ret == -ENOMEM || ret == -ENOSPC)
 		status = EXIT_RESOURCE;
 	vmm_sigwatch_end(&w);
-	zero_engine_destroy(e);
-	zero_mem_destroy(m);
+	zero_guest_close(g);
 	if (jf && jf != stdout) {
 		fclose(jf);
 		if (status)

@@ -78,8 +78,9 @@ static int add_slot(struct vmm_vm *vm, uint32_t slot, uint64_t gpa,
 								      0;
 }
 
-int vmm_vm_create(const char *dev, struct zero_mem *mem, unsigned int nr_vcpus,
-		  struct vmm_vm **out, char *err, size_t len)
+int vmm_vm_create(const char *dev, const struct zero_guest_layout *mem,
+		  unsigned int nr_vcpus, struct vmm_vm **out, char *err,
+		  size_t len)
 {
 	struct sigaction sa = { .sa_handler = kick_handler };
 	struct vmm_vm *vm;

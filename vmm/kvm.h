@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../zeroing/memory.h"
+#include "../zeroing/guest.h"
 
 /*
  * The KVM virtual machine: /dev/kvm, the VM, guest RAM as memslots and
@@ -54,7 +54,7 @@ struct vmm_vm {
 	int kvm_fd;
 	int vm_fd;
 	int run_size;
-	struct zero_mem *mem;
+	const struct zero_guest_layout *mem;
 	uint64_t low_bytes, high_bytes; /* RAM below 3 GiB / from 4 GiB */
 	unsigned int nr_vcpus;
 	struct vmm_vcpu vcpu[VMM_MAX_VCPUS];
@@ -78,9 +78,9 @@ struct vmm_vm {
  * vCPUs. Returns 0, or a negative errno with @err saying what to do
  * (-ENOENT/-EACCES/-ENODEV for a missing or unusable /dev/kvm).
  */
-int vmm_vm_create(const char *dev, struct zero_mem *mem, unsigned int nr_vcpus,
-		  struct vmm_vm **out, char *err, size_t err_len)
-	__attribute__((warn_unused_result));
+int vmm_vm_create(const char *dev, const struct zero_guest_layout *mem,
+		  unsigned int nr_vcpus, struct vmm_vm **out, char *err,
+		  size_t err_len) __attribute__((warn_unused_result));
 
 void vmm_vm_destroy(struct vmm_vm *vm);
 

@@ -40,10 +40,11 @@ static void stop_all(struct vmm_loop *l, int sig)
 {
 	if (sig && !l->sig)
 		l->sig = sig;
-	if (l->engine)
-		zero_engine_cancel(l->engine);
-	vmm_vm_request_stop(l->vm, sig ? VMM_STOP_CANCELLED : VMM_STOP_ERROR, 0,
-			    sig ? "interrupted" : "the event loop failed");
+	zero_guest_cancel(l->guest);
+	vmm_vm_request_stop(
+		l->vm, sig ? VMM_STOP_CANCELLED : VMM_STOP_ERROR, 0,
+		sig ? "interrupted" :
+		      "the guest was stopped: serving its memory failed");
 }
 
 int vmm_loop_run(struct vmm_loop *l)
@@ -54,7 +55,7 @@ int vmm_loop_run(struct vmm_loop *l)
 	struct io_uring ring;
 	bool stopped = false, timed_out = false;
 	double deadline = l->timeout > 0 ? zero_now() + l->timeout : 0;
-	int ret;
+	int fds[2], ret;
 
 	ret = io_uring_queue_init(16, &ring, 0);
 	if (ret) {
@@ -62,13 +63,14 @@ int vmm_loop_run(struct vmm_loop *l)
 		stop_all(l, 0);
 		return ret;
 	}
+	zero_guest_poll_fds(l->guest, fds);
 	ret = arm_poll(&ring, l->vm->stop_fd, EV_STOP);
 	if (!ret)
 		ret = arm_poll(&ring, l->signal_fd, EV_SIGNAL);
-	if (!ret && l->faults)
-		ret = arm_poll(&ring, l->faults->uffd, EV_UFFD);
-	if (!ret && l->faults)
-		ret = arm_poll(&ring, l->faults->done_fd, EV_DONE);
+	if (!ret && fds[0] >= 0)
+		ret = arm_poll(&ring, fds[0], EV_UFFD);
+	if (!ret && fds[1] >= 0)
+		ret = arm_poll(&ring, fds[1], EV_DONE);
 	if (!ret)
 		ret = arm_timer(&ring, &tick);
 	while (!ret && !stopped) {
@@ -92,19 +94,12 @@ int vmm_loop_run(struct vmm_loop *l)
 			}
 			switch (tag) {
 			case EV_UFFD:
-				ret = vmm_faults_read(l->faults);
-				if (ret == -ECANCELED)
-					ret = 0;
-				if (!ret)
-					ret = arm_poll(&ring, l->faults->uffd,
-						       EV_UFFD);
-				break;
 			case EV_DONE:
-				ret = vmm_faults_complete(l->faults);
+				ret = zero_guest_serve(l->guest);
 				if (!ret)
 					ret = arm_poll(&ring,
-						       l->faults->done_fd,
-						       EV_DONE);
+						       fds[tag == EV_DONE],
+						       tag);
 				break;
 			case EV_SIGNAL:
 				if (read(l->signal_fd, &si, sizeof(si)) ==
@@ -117,15 +112,12 @@ int vmm_loop_run(struct vmm_loop *l)
 				break;
 			case EV_TIMER:
 				/* hybrid: how far the background scrub is */
-				if (l->engine &&
-				    l->engine->pol.mode == ZERO_MODE_HYBRID)
-					zero_engine_progress(l->engine);
+				zero_guest_progress(l->guest);
 				/* To within one tick (100 ms). */
 				if (deadline && !timed_out &&
 				    zero_now() >= deadline) {
 					timed_out = true;
-					if (l->engine)
-						zero_engine_cancel(l->engine);
+					zero_guest_cancel(l->guest);
 					vmm_vm_request_stop(
 						l->vm, VMM_STOP_TIMEOUT, 0,
 						"the guest ran past --timeout");
@@ -136,7 +128,6 @@ int vmm_loop_run(struct vmm_loop *l)
 		}
 	}
 	if (ret) {
-		l->error = ret;
 		pr_err("event loop: %s", strerror(-ret));
 		stop_all(l, 0);
 	}

@@ -2,7 +2,7 @@
 #ifndef ZVMM_VMM_LOOP_H
 #define ZVMM_VMM_LOOP_H
 
-#include "fault.h"
+#include "../zeroing/guest.h"
 #include "kvm.h"
 
 /*
@@ -13,12 +13,10 @@
  */
 struct vmm_loop {
 	struct vmm_vm *vm;
-	struct vmm_faults *faults; /* NULL: no demand faults (prezero) */
-	struct zero_engine *engine;
+	struct zero_guest *guest; /* its fds: faults and finished pages */
 	int signal_fd;
 	double timeout; /* seconds from the loop's start to stop at, 0: none */
 	int sig; /* the signal that stopped the run, 0 if none */
-	int error;
 };
 
 /*

@@ -10,6 +10,22 @@
 #include "calibrate.h"
 #include "engine.h"
 
+struct zero_engine {
+	struct zero_mem *mem;
+	struct zero_policy pol;
+	const struct zero_backend *backend;
+	double backend_gbps; /* calibrated rate at the chunk size, 0 unknown */
+	bool backend_unused; /* auto, and nothing to scrub: not measured */
+	uint64_t chunk;
+	struct zero_plan plan;
+	unsigned int nr_pools;
+	struct zero_pool *pool[ZERO_MAX_NODES];
+	bool progress; /* print progress on stderr (a terminal, not quiet) */
+	double t0;
+	const char *phase; /* what progress lines call the work */
+	bool progress_done; /* the line was cleared after the pass */
+};
+
 uint64_t zero_chunk_auto(double gbps, uint64_t page_bytes)
 {
 	/* 100 us at the rate; the kernel bounded ~1 ms at ~10 GB/s. */
@@ -342,4 +358,39 @@ void zero_engine_quiesce(struct zero_engine *e)
 	zero_engine_cancel(e);
 	for (unsigned int i = 0; i < e->nr_pools; i++)
 		(void)!zero_pool_wait(e->pool[i], NULL, NULL);
+}
+
+unsigned int zero_engine_workers(const struct zero_engine *e)
+{
+	return e->plan.nr_workers;
+}
+
+uint64_t zero_engine_chunk(const struct zero_engine *e)
+{
+	return e->chunk;
+}
+
+arch_clear_fn zero_engine_clear_fn(const struct zero_engine *e)
+{
+	return e->backend->clear;
+}
+
+void zero_engine_start(struct zero_engine *e, uint64_t rate_limit,
+		       bool skip_fresh)
+{
+	for (unsigned int i = 0; i < e->nr_pools; i++)
+		zero_pool_start(e->pool[i], rate_limit, skip_fresh);
+}
+
+int zero_engine_wait(struct zero_engine *e)
+{
+	int ret = 0;
+
+	for (unsigned int i = 0; i < e->nr_pools; i++) {
+		int err = zero_pool_wait(e->pool[i], NULL, NULL);
+
+		if (err && !ret)
+			ret = err;
+	}
+	return ret;
 }

@@ -17,21 +17,7 @@
  * nodes, binds each range to its node and runs one worker pool per node.
  */
 
-struct zero_engine {
-	struct zero_mem *mem;
-	struct zero_policy pol;
-	const struct zero_backend *backend;
-	double backend_gbps; /* calibrated rate at the chunk size, 0 unknown */
-	bool backend_unused; /* auto, and nothing to scrub: not measured */
-	uint64_t chunk;
-	struct zero_plan plan;
-	unsigned int nr_pools;
-	struct zero_pool *pool[ZERO_MAX_NODES];
-	bool progress; /* print progress on stderr (a terminal, not quiet) */
-	double t0;
-	const char *phase; /* what progress lines call the work */
-	bool progress_done; /* the line was cleared after the pass */
-};
+struct zero_engine; /* opaque outside engine.c */
 
 struct zero_engine_cfg {
 	const struct zero_policy *pol;
@@ -39,13 +25,6 @@ struct zero_engine_cfg {
 	const char *profile_path; /* for backend=auto; NULL: the default */
 	bool quiet;
 	const struct zero_topo *topo; /* NULL: this machine's */
-};
-
-struct zero_prezero_report {
-	uint64_t scrub_bytes;
-	uint64_t populate_bytes;
-	double seconds;
-	double gbps; /* (scrubbed + populated) / seconds */
 };
 
 /*
@@ -58,6 +37,25 @@ int zero_engine_create(const struct zero_engine_cfg *cfg,
 	__attribute__((warn_unused_result));
 
 void zero_engine_destroy(struct zero_engine *e);
+
+/* Worker threads, over every node. */
+unsigned int zero_engine_workers(const struct zero_engine *e);
+
+/* Bytes a worker clears between two yields. */
+uint64_t zero_engine_chunk(const struct zero_engine *e);
+
+/* The backend's clearing function. */
+arch_clear_fn zero_engine_clear_fn(const struct zero_engine *e);
+
+/*
+ * A background pass over every pool, as zero_pool_start(): @skip_fresh
+ * leaves FRESH pages alone.
+ */
+void zero_engine_start(struct zero_engine *e, uint64_t rate_limit,
+		       bool skip_fresh);
+
+/* Waits for the pass zero_engine_start() began (zero_pool_wait()). */
+int zero_engine_wait(struct zero_engine *e) __attribute__((warn_unused_result));
 
 /* The backend's name for reports: "none" when no page needs it. */
 const char *zero_engine_backend_name(const struct zero_engine *e);

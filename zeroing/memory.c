@@ -472,3 +472,17 @@ int zero_mem_guest_exited(struct zero_mem *m)
 			}
 	return 0;
 }
+
+int zero_mem_written(struct zero_mem *m)
+{
+	for (uint64_t i = 0; i < m->nr_pages; i++) {
+		enum zero_page_state s = zero_page_get(m->pages, i);
+		int ret = 0;
+
+		if (s != ZP_DIRTY)
+			ret = zero_page_move(m->pages, i, s, ZP_DIRTY);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}

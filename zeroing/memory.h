@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "pages.h"
+#include "request.h"
 
 /*
  * Guest memory on hugetlbfs (DESIGN.md 3): an anonymous MFD_HUGETLB memfd,
@@ -15,17 +16,6 @@
  * mapped twice: the guest mapping (for KVM and userfaultfd) and the VMM's
  * alias (where workers write zeros). Every hugepage has a state.
  */
-
-struct zero_mem_opts {
-	uint64_t bytes;
-	uint64_t page_bytes; /* 2 MiB or 1 GiB */
-	const char *pool_path; /* NULL: anonymous memfd */
-	/*
-	 * Tests only: a shmem memfd with "pages" of any multiple of 4 KiB,
-	 * so the pool's threading can be exercised without hugepages.
-	 */
-	bool shmem;
-};
 
 struct zero_mem {
 	int fd;
@@ -85,6 +75,12 @@ uint64_t zero_mem_allocated_pages(const struct zero_mem *m);
  */
 int zero_mem_guest_exited(struct zero_mem *m)
 	__attribute__((warn_unused_result));
+
+/*
+ * Someone other than zvmm wrote the memory (a benchmark's poison, a
+ * foreign writer): every page is DIRTY. Only while no worker runs.
+ */
+int zero_mem_written(struct zero_mem *m) __attribute__((warn_unused_result));
 
 /* Hugepages the pool file at @path holds (0 if it does not exist). */
 int zero_mem_pool_pages(const char *path, uint64_t page_bytes, uint64_t *pages,

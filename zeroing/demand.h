@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef ZVMM_VMM_FAULT_H
-#define ZVMM_VMM_FAULT_H
+#ifndef ZVMM_ZEROING_DEMAND_H
+#define ZVMM_ZEROING_DEMAND_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../zeroing/engine.h"
+#include "engine.h"
 
 /*
  * Demand faults (DESIGN.md 3, 4): userfaultfd in MINOR mode on the guest
@@ -17,7 +17,7 @@
  * vCPU; a ZERO page is only mapped.
  */
 
-struct vmm_faults {
+struct zero_demand {
 	int uffd;
 	int done_fd; /* eventfd: pages the workers finished for us */
 	struct zero_mem *mem;
@@ -46,17 +46,17 @@ struct vmm_faults {
  * that are MAPPED by then never fault. Returns 0 or a negative errno with
  * @err saying what to do.
  */
-int vmm_faults_open(struct vmm_faults *f, struct zero_mem *mem,
-		    struct zero_engine *engine, char *err, size_t err_len)
+int zero_demand_open(struct zero_demand *f, struct zero_mem *mem,
+		     struct zero_engine *engine, char *err, size_t err_len)
 	__attribute__((warn_unused_result));
 
-void vmm_faults_close(struct vmm_faults *f);
+void zero_demand_close(struct zero_demand *f);
 
 /* Reads every queued fault and serves it or hands it to the workers. */
-int vmm_faults_read(struct vmm_faults *f) __attribute__((warn_unused_result));
+int zero_demand_read(struct zero_demand *f) __attribute__((warn_unused_result));
 
 /* Maps the pages the workers have finished (after done_fd fired). */
-int vmm_faults_complete(struct vmm_faults *f)
+int zero_demand_complete(struct zero_demand *f)
 	__attribute__((warn_unused_result));
 
 /*
@@ -65,12 +65,12 @@ int vmm_faults_complete(struct vmm_faults *f)
  * @clear, and mapping it, so no vCPU stays stuck in a fault. The guest
  * never runs again, but it still never gets a stale page.
  */
-void vmm_faults_drain(struct vmm_faults *f, arch_clear_fn clear);
+void zero_demand_drain(struct zero_demand *f, arch_clear_fn clear);
 
 /* Latency percentile @q (0..1) in microseconds, 0 without faults. */
-double vmm_faults_latency(struct vmm_faults *f, double q);
+double zero_demand_latency(struct zero_demand *f, double q);
 
 /* The same for the faults scrubbed while background work ran. */
-double vmm_faults_busy_latency(struct vmm_faults *f, double q);
+double zero_demand_busy_latency(struct zero_demand *f, double q);
 
 #endif

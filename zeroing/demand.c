@@ -13,11 +13,11 @@
 
 #include "../lib/inject.h"
 #include "../lib/log.h"
-#include "../zeroing/calibrate.h"
-#include "fault.h"
+#include "calibrate.h"
+#include "demand.h"
 
-int vmm_faults_open(struct vmm_faults *f, struct zero_mem *mem,
-		    struct zero_engine *engine, char *err, size_t len)
+int zero_demand_open(struct zero_demand *f, struct zero_mem *mem,
+		     struct zero_engine *engine, char *err, size_t len)
 {
 	const uint64_t need = UFFD_FEATURE_MINOR_HUGETLBFS |
 			      UFFD_FEATURE_MISSING_HUGETLBFS;
@@ -62,8 +62,7 @@ int vmm_faults_open(struct vmm_faults *f, struct zero_mem *mem,
 			strerror(-ret));
 		goto fail;
 	}
-	if (ioctl(f->uffd, UFFDIO_API, &api) ||
-	    (api.features & need) != need) {
+	if (ioctl(f->uffd, UFFDIO_API, &api) || (api.features & need) != need) {
 		ret = -EOPNOTSUPP;
 		snprintf(
 			err, len,
@@ -91,11 +90,11 @@ int vmm_faults_open(struct vmm_faults *f, struct zero_mem *mem,
 	}
 	return 0;
 fail:
-	vmm_faults_close(f);
+	zero_demand_close(f);
 	return ret;
 }
 
-void vmm_faults_close(struct vmm_faults *f)
+void zero_demand_close(struct zero_demand *f)
 {
 	if (f->uffd >= 0)
 		close(f->uffd);
@@ -116,7 +115,7 @@ void vmm_faults_close(struct vmm_faults *f)
  * Maps a ZERO page into the guest (or wakes the vCPUs of a page that is
  * already mapped) and records how long its first fault waited.
  */
-static int map_page(struct vmm_faults *f, uint64_t page)
+static int map_page(struct zero_demand *f, uint64_t page)
 {
 	struct zero_mem *m = f->mem;
 	struct uffdio_continue c = {
@@ -162,7 +161,7 @@ static int map_page(struct vmm_faults *f, uint64_t page)
 	return 0;
 }
 
-static int serve(struct vmm_faults *f, uint64_t page)
+static int serve(struct zero_demand *f, uint64_t page)
 {
 	enum zero_page_state s = zero_page_get(f->mem->pages, page);
 	int ret;
@@ -188,7 +187,7 @@ static int serve(struct vmm_faults *f, uint64_t page)
 	return ret;
 }
 
-int vmm_faults_read(struct vmm_faults *f)
+int zero_demand_read(struct zero_demand *f)
 {
 	struct uffd_msg msg[16];
 	ssize_t n;
@@ -219,7 +218,7 @@ int vmm_faults_read(struct vmm_faults *f)
 	}
 }
 
-int vmm_faults_complete(struct vmm_faults *f)
+int zero_demand_complete(struct zero_demand *f)
 {
 	uint64_t pages[64], cnt;
 	unsigned int n;
@@ -251,7 +250,7 @@ int vmm_faults_complete(struct vmm_faults *f)
 	return 0;
 }
 
-static void zero_now_here(struct vmm_faults *f, uint64_t page,
+static void zero_now_here(struct zero_demand *f, uint64_t page,
 			  arch_clear_fn clear)
 {
 	struct zero_mem *m = f->mem;
@@ -271,7 +270,7 @@ static void zero_now_here(struct vmm_faults *f, uint64_t page,
 	(void)!zero_page_move(m->pages, page, ZP_ZEROING, ZP_ZERO);
 }
 
-void vmm_faults_drain(struct vmm_faults *f, arch_clear_fn clear)
+void zero_demand_drain(struct zero_demand *f, arch_clear_fn clear)
 {
 	struct uffd_msg msg[16];
 	ssize_t n;
@@ -317,12 +316,12 @@ static double percentile(double *v, size_t n, double q)
 	return v[i < n ? i : n - 1];
 }
 
-double vmm_faults_latency(struct vmm_faults *f, double q)
+double zero_demand_latency(struct zero_demand *f, double q)
 {
 	return percentile(f->lat_us, f->nr_lat, q);
 }
 
-double vmm_faults_busy_latency(struct vmm_faults *f, double q)
+double zero_demand_busy_latency(struct zero_demand *f, double q)
 {
 	return percentile(f->busy_us, f->nr_busy, q);
 }

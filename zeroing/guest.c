@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: MIT
+/*
+ * One launch's guest memory from open to close (guest.h): the state
+ * model of docs/DESIGN.md 3 in one place. Every page state change of a
+ * launch is made here, by the engine's workers, or by the demand server,
+ * all in zeroing/.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "../lib/inject.h"
+#include "../lib/log.h"
+#include "demand.h"
+#include "engine.h"
+#include "guest.h"
+#include "memory.h"
+#include "record.h"
+
+struct zero_guest {
+	struct zero_guest_layout layout;
+	struct zero_policy pol;
+	struct zero_mem *mem;
+	struct zero_engine *engine;
+	struct zero_demand demand;
+	bool demand_open;
+	bool quiet;
+	bool started, stopped;
+	bool record_clean, record_written;
+	const char *exit_action;
+	uint64_t exit_bytes;
+	double exit_seconds;
+	struct zero_prezero_report pz;
+	struct zero_pool_stats st0, st1; /* at start, at stop */
+};
+
+int zero_guest_preflight(const struct zero_mem_opts *o, char *err, size_t len)
+{
+	return zero_mem_preflight(o, err, len);
+}
+
+/* Four cache lines of every page, spread over it, read as zero. */
+static bool samples_zero(const struct zero_mem *m)
+{
+	for (uint64_t i = 0; i < m->nr_pages; i++) {
+		const char *p = zero_mem_alias_page(m, i);
+
+		for (uint64_t k = 0; k < 4; k++) {
+			uint64_t off = (m->page_bytes - 64) / 3 * k & ~63ull;
+			const uint64_t *l = (const void *)(p + off);
+
+			for (int w = 0; w < 8; w++)
+				if (l[w])
+					return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * A pool's state record is consumed at every launch, clean or not, so no
+ * record survives that a later crash could make a lie. Only a reused file
+ * with a valid record, whose allocation still matches it, starts ZERO.
+ */
+static int take_record(struct zero_guest *g, char *err, size_t len)
+{
+	struct zero_mem *m = g->mem;
+	char why[512];
+	bool clean;
+	int ret;
+
+	if (!m->pool)
+		return 0;
+	ret = zero_record_take(m, &clean, why, sizeof(why));
+	if (ret) {
+		snprintf(err, len, "cannot read the pool's state record: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	/*
+	 * The record proves what zvmm left; it cannot see a process that
+	 * wrote the file since. Samples of every page (a few lines each,
+	 * microseconds in all) catch some of that, and then nothing is
+	 * trusted.
+	 */
+	if (clean && !m->created && !samples_zero(m)) {
+		clean = false;
+		snprintf(
+			why, sizeof(why),
+			"the pool's state record is valid but the pool holds data written since");
+	}
+	if (clean && !m->created) {
+		zero_pages_reset(m->pages, ZP_ZERO);
+		g->record_clean = true;
+	} else if (!m->created && strcmp(why, "no state record") &&
+		   !g->quiet) {
+		pr_info("%s: the pool's pages are treated as dirty", why);
+	}
+	return 0;
+}
+
+int zero_guest_open(const struct zero_guest_cfg *cfg, struct zero_guest **out,
+		    char *err, size_t len)
+{
+	struct zero_engine_cfg ec = { 0 };
+	struct zero_guest *g;
+	int ret;
+
+	g = calloc(1, sizeof(*g));
+	if (!g) {
+		snprintf(err, len, "out of memory");
+		return -ENOMEM;
+	}
+	g->pol = *cfg->pol;
+	g->quiet = cfg->quiet;
+	ret = zero_mem_create(&cfg->mem, &g->mem, err, len);
+	if (ret)
+		goto fail;
+	ret = take_record(g, err, len);
+	if (ret)
+		goto fail;
+	ec.pol = &g->pol;
+	ec.mem = g->mem;
+	ec.quiet = cfg->quiet;
+	ec.profile_path = cfg->profile_path;
+	ec.topo = cfg->topo;
+	ret = zero_engine_create(&ec, &g->engine, err, len);
+	if (ret)
+		goto fail;
+	g->layout = (struct zero_guest_layout){
+		.guest = g->mem->guest,
+		.bytes = g->mem->bytes,
+		.page_bytes = g->mem->page_bytes,
+		.nr_pages = g->mem->nr_pages,
+	};
+	*out = g;
+	return 0;
+fail:
+	zero_guest_close(g);
+	return ret;
+}
+
+const struct zero_guest_layout *zero_guest_layout(const struct zero_guest *g)
+{
+	return &g->layout;
+}
+
+/*
+ * Maps page @i into the guest mapping from ZERO, or FRESH (the kernel
+ * zeroes the page it allocates). No userfaultfd is registered yet, so
+ * nothing faults to us.
+ */
+static int map_now(struct zero_mem *m, uint64_t i)
+{
+	enum zero_page_state s = zero_page_get(m->pages, i);
+
+	if (s == ZP_MAPPED)
+		return 0;
+	if (s != ZP_ZERO && s != ZP_FRESH)
+		return -EINVAL;
+	if (madvise(zero_mem_guest_page(m, i), m->page_bytes,
+		    MADV_POPULATE_WRITE))
+		return -errno;
+	return zero_page_move(m->pages, i, s, ZP_MAPPED);
+}
+
+/*
+ * prezero: every page ZERO, then mapped. demand and hybrid: pages a clean
+ * record proved ZERO are mapped at once (no fault later); the pages the
+ * loader writes (boot structures, the image) are made zero first and
+ * mapped; every other page is left to faults and background work.
+ */
+static int prepare_pages(struct zero_guest *g, uint64_t boot_bytes)
+{
+	struct zero_mem *m = g->mem;
+	uint64_t boot = (boot_bytes + m->page_bytes - 1) / m->page_bytes;
+	int ret;
+
+	if (g->pol.mode == ZERO_MODE_PREZERO) {
+		ret = zero_engine_prezero(g->engine, &g->pz);
+		for (uint64_t i = 0; !ret && i < m->nr_pages; i++)
+			ret = map_now(m, i);
+		return ret;
+	}
+	for (uint64_t i = 0; i < boot && i < m->nr_pages; i++) {
+		enum zero_page_state st = zero_page_get(m->pages, i);
+
+		if (st == ZP_DIRTY || st == ZP_ZEROING) {
+			ret = zero_engine_demand(g->engine, i);
+			if (ret)
+				return ret;
+		}
+		ret = map_now(m, i);
+		if (ret)
+			return ret;
+	}
+	for (uint64_t i = boot; i < m->nr_pages; i++)
+		if (zero_page_get(m->pages, i) == ZP_ZERO) {
+			ret = map_now(m, i);
+			if (ret)
+				return ret;
+		}
+	return 0;
+}
+
+int zero_guest_prepare(struct zero_guest *g, uint64_t boot_bytes, char *err,
+		       size_t len)
+{
+	int ret = prepare_pages(g, boot_bytes);
+
+	if (ret) {
+		snprintf(err, len, "preparing guest memory failed: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	if (g->pol.mode == ZERO_MODE_PREZERO)
+		return 0;
+	/* Every page not mapped by now faults to us. */
+	ret = zero_demand_open(&g->demand, g->mem, g->engine, err, len);
+	g->demand_open = !ret;
+	return ret;
+}
+
+void zero_guest_start(struct zero_guest *g)
+{
+	zero_engine_stats(g->engine, &g->st0);
+	g->started = true;
+	if (g->pol.mode == ZERO_MODE_HYBRID)
+		zero_engine_start_background(g->engine, g->pol.rate_limit);
+}
+
+void zero_guest_poll_fds(const struct zero_guest *g, int fds[2])
+{
+	fds[0] = g->demand_open ? g->demand.uffd : -1;
+	fds[1] = g->demand_open ? g->demand.done_fd : -1;
+}
+
+int zero_guest_serve(struct zero_guest *g)
+{
+	int ret;
+
+	if (!g->demand_open)
+		return 0;
+	ret = zero_demand_read(&g->demand);
+	if (!ret)
+		ret = zero_demand_complete(&g->demand);
+	/* Cancelled: the run is stopping, zero_guest_stop() serves the rest. */
+	return ret == -ECANCELED ? 0 : ret;
+}
+
+void zero_guest_progress(struct zero_guest *g)
+{
+	if (g->pol.mode == ZERO_MODE_HYBRID)
+		zero_engine_progress(g->engine);
+}
+
+void zero_guest_cancel(struct zero_guest *g)
+{
+	zero_engine_cancel(g->engine);
+}
+
+void zero_guest_stop(struct zero_guest *g)
+{
+	if (!g->stopped) {
+		/* No worker may clear a page under the drain below. */
+		zero_engine_quiesce(g->engine);
+		zero_engine_stats(g->engine, &g->st1);
+		g->stopped = true;
+	}
+	if (g->demand_open)
+		zero_demand_drain(&g->demand, zero_engine_clear_fn(g->engine));
+}
+
+int zero_guest_exit(struct zero_guest *g, char *err, size_t len)
+{
+	struct zero_prezero_report r;
+	struct zero_mem *m = g->mem;
+	int ret;
+
+	if (!g->stopped)
+		zero_guest_stop(g);
+	/* Whatever on_exit does, what the guest could touch is its own. */
+	ret = zero_mem_guest_exited(m);
+	if (ret) {
+		snprintf(err, len, "the page state table refused: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	if (!m->pool)
+		return 0;
+	switch (g->pol.on_exit) {
+	case ZERO_EXIT_KEEP:
+		g->exit_action = "keep";
+		return 0;
+	case ZERO_EXIT_RELEASE:
+		g->exit_action = "release";
+		ret = -zvmm_inject("fallocate");
+		if (!ret &&
+		    fallocate(m->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      0, (off_t)m->bytes))
+			ret = -errno;
+		if (ret) {
+			snprintf(
+				err, len,
+				"on_exit = release: cannot punch the pool's pages out: %s",
+				strerror(-ret));
+			return ret;
+		}
+		zero_pages_reset(m->pages, ZP_FRESH);
+		return 0;
+	case ZERO_EXIT_SCRUB:
+		g->exit_action = "scrub";
+		break;
+	}
+	ret = zero_engine_prezero(g->engine, &r);
+	g->exit_bytes = r.scrub_bytes + r.populate_bytes;
+	g->exit_seconds = r.seconds;
+	if (ret) {
+		snprintf(
+			err, len,
+			"on_exit = scrub %s: no state record is written, the next launch scrubs again",
+			ret == -ECANCELED ? "interrupted" : "failed");
+		return ret;
+	}
+	ret = zero_record_write(m);
+	if (ret) {
+		snprintf(err, len,
+			 "on_exit = scrub: cannot write the state record: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	g->record_written = true;
+	return 0;
+}
+
+int zero_guest_prezero(struct zero_guest *g, struct zero_prezero_report *r)
+{
+	int ret = zero_engine_prezero(g->engine, r);
+
+	g->pz = *r;
+	/* No guest has run: a pool made wholly zero is warm for the next. */
+	if (!ret && g->mem->pool) {
+		ret = zero_record_write(g->mem);
+		g->record_written = !ret;
+	}
+	return ret;
+}
+
+void zero_guest_report(struct zero_guest *g, struct zero_guest_report *r)
+{
+	struct zero_pool_stats st1 = g->st1;
+	const struct zero_demand *d = &g->demand;
+	uint64_t work;
+
+	if (!g->stopped)
+		zero_engine_stats(g->engine, &st1);
+	memset(r, 0, sizeof(*r));
+	r->mode = zero_mode_name(g->pol.mode);
+	r->backend = zero_engine_backend_name(g->engine);
+	r->workers = zero_engine_workers(g->engine);
+	r->chunk = zero_engine_chunk(g->engine);
+	r->prezero = g->pz;
+	if (g->started)
+		r->demand.bytes = st1.demand_bytes - g->st0.demand_bytes;
+	work = st1.scrub_bytes + st1.populate_bytes - g->st0.scrub_bytes -
+	       g->st0.populate_bytes;
+	if (g->started) {
+		r->background_bytes = work - r->demand.bytes;
+		r->background_seconds = g->pol.mode == ZERO_MODE_HYBRID ?
+						st1.bg_seconds :
+						0;
+	}
+	if (d->pending) {
+		r->demand.faults = d->faults;
+		r->demand.pages = d->pages;
+		r->demand.scrubbed_pages = d->scrubbed_pages;
+		r->demand.p50_us = zero_demand_latency(&g->demand, 0.5);
+		r->demand.p99_us = zero_demand_latency(&g->demand, 0.99);
+		r->demand.max_us = zero_demand_latency(&g->demand, 1.0);
+		r->demand.busy_faults = d->nr_busy;
+		r->demand.busy_p50_us =
+			zero_demand_busy_latency(&g->demand, 0.5);
+		r->demand.busy_p99_us =
+			zero_demand_busy_latency(&g->demand, 0.99);
+		r->demand.busy_max_us =
+			zero_demand_busy_latency(&g->demand, 1.0);
+	}
+	r->pool = g->mem->pool;
+	r->record_clean = g->record_clean;
+	r->record_written = g->record_written;
+	r->on_exit = g->exit_action;
+	r->exit_bytes = g->exit_bytes;
+	r->exit_seconds = g->exit_seconds;
+	r->pages = g->mem->nr_pages;
+	r->zero_pages = zero_pages_count(g->mem->pages, ZP_ZERO);
+	r->dirty_pages = zero_pages_count(g->mem->pages, ZP_DIRTY);
+}
+
+void zero_guest_close(struct zero_guest *g)
+{
+	if (!g)
+		return;
+	if (g->demand_open)
+		zero_demand_close(&g->demand);
+	zero_engine_destroy(g->engine);
+	zero_mem_destroy(g->mem);
+	free(g);
+}

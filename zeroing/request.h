@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZVMM_ZEROING_REQUEST_H
+#define ZVMM_ZEROING_REQUEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * What a launch asks of guest memory, and what making it zero cost: the
+ * types zeroing/guest.h shares with its callers, apart from the page
+ * state table they never see.
+ */
+
+struct zero_mem_opts {
+	uint64_t bytes;
+	uint64_t page_bytes; /* 2 MiB or 1 GiB */
+	const char *pool_path; /* NULL: anonymous memfd */
+	/*
+	 * Tests only: a shmem memfd with "pages" of any multiple of 4 KiB,
+	 * so the pool's threading can be exercised without hugepages.
+	 */
+	bool shmem;
+};
+
+struct zero_prezero_report {
+	uint64_t scrub_bytes;
+	uint64_t populate_bytes;
+	double seconds;
+	double gbps; /* (scrubbed + populated) / seconds */
+};
+
+#endif
