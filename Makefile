@@ -73,8 +73,10 @@ CORE_SRCS := $(LIB_SRCS) $(ARCH_SRCS) $(ZERO_SRCS) $(BENCH_SRCS)
 MAIN_SRCS := $(wildcard vmm/*.c) vmm/guest_image.S
 TEST_SRCS := $(wildcard tests/test_*.c) tests/helpers.c
 STRESS := $(O)/tests/stress-pool
+MODEL := $(O)/tests/model-life
 HOSTILE_ELF := $(O)/guest/hostile.elf
 STRESS_SEEDS ?= 200
+MODEL_SEEDS ?= 8 40
 
 obj = $(patsubst %,$(O)/%.o,$(basename $(1)))
 CORE_OBJS := $(call obj,$(CORE_SRCS))
@@ -153,6 +155,10 @@ $(STRESS): $(O)/tests/stress_pool.o $(CORE_OBJS)
 	$(quiet) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+$(MODEL): $(O)/tests/model_life.o $(CORE_OBJS)
+	$(quiet) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(ARM64_TEST): $(ARM64_SRCS) $(wildcard arch/*.h arch/*/*.h zeroing/*.h lib/*.h)
 	@mkdir -p $(dir $@)
 	@command -v $(CROSS_CC) >/dev/null || { echo "$(CROSS_CC) not found: run 'make deps'" >&2; exit 1; }
@@ -189,8 +195,9 @@ else
 TEST_RUNNER := $(O)/tests/zvmm-tests
 endif
 
-test-unit: $(O)/zvmm $(HOSTILE_ELF) $(TEST_RUNNER) $(STRESS)
+test-unit: $(O)/zvmm $(HOSTILE_ELF) $(TEST_RUNNER) $(STRESS) $(MODEL)
 	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(STRESS) $(STRESS_SEEDS)
+	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(MODEL) $(MODEL_SEEDS)
 	$(Q)ZVMM_BIN=$(O)/zvmm TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
 		$(TEST_RUNNER) -j1 $(TEST_ARGS)
 

@@ -49,10 +49,28 @@ static void parse(void)
 
 int zvmm_inject(const char *point)
 {
+	int c;
+
 	pthread_once(&once, parse);
-	if (chosen < 0 || strcmp(points[chosen].name, point))
+	c = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
+	if (c < 0 || strcmp(points[c].name, point))
 		return 0;
-	if (__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED) != nth)
+	if (__atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED) !=
+	    __atomic_load_n(&nth, __ATOMIC_RELAXED))
 		return 0;
-	return points[chosen].err;
+	return points[c].err;
+}
+
+void zvmm_inject_arm(const char *point, unsigned long n)
+{
+	int c = -1;
+
+	pthread_once(&once, parse);
+	for (unsigned int i = 0;
+	     point && i < sizeof(points) / sizeof(points[0]); i++)
+		if (!strcmp(points[i].name, point))
+			c = (int)i;
+	__atomic_store_n(&nth, n ? n : 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&calls, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&chosen, c, __ATOMIC_RELEASE);
 }

@@ -24,4 +24,11 @@
 /* The errno to fail with at @point now, or 0 to go on. Thread-safe. */
 int zvmm_inject(const char *point);
 
+/*
+ * In-process tests (tests/model_life.c): as ZVMM_INJECT=@point:@n from
+ * now on, counting calls afresh; NULL disarms. Not while a call at the
+ * point may run in another thread.
+ */
+void zvmm_inject_arm(const char *point, unsigned long n);
+
 #endif

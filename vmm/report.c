@@ -9,11 +9,11 @@ void vmm_report_json(FILE *f, const struct vmm_run_facts *r)
 {
 	const struct zero_guest_report *z = &r->z;
 	const char *rep = r->dev->have_report ? r->dev->report : "";
-	static const char *const keys[] = {
-		"touched_bytes", "verified_bytes", "nonzero_bytes",
-		"stride",	 "reserved_bytes", "tsc_cycles",
-		"marks_written", "marks_lost",	   "foreign_words"
-	};
+	static const char *const keys[] = { "touched_bytes",  "verified_bytes",
+					    "nonzero_bytes",  "stride",
+					    "reserved_bytes", "tsc_cycles",
+					    "marks_written",  "marks_lost",
+					    "foreign_words" };
 	struct rusage ru;
 	uint64_t v;
 
@@ -42,8 +42,7 @@ void vmm_report_json(FILE *f, const struct vmm_run_facts *r)
 		z->demand.p99_us, z->demand.max_us,
 		(unsigned long long)z->demand.busy_faults,
 		z->demand.busy_p50_us, z->demand.busy_p99_us,
-		z->demand.busy_max_us,
-		(unsigned long long)z->background_bytes,
+		z->demand.busy_max_us, (unsigned long long)z->background_bytes,
 		z->background_seconds, z->pool ? "true" : "false",
 		z->record_clean ? "true" : "false",
 		z->on_exit ? z->on_exit : "none",

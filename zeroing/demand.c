@@ -191,30 +191,45 @@ int zero_demand_read(struct zero_demand *f)
 {
 	struct uffd_msg msg[16];
 	ssize_t n;
-	int ret;
+	int ret = 0;
 
 	for (;;) {
 		n = read(f->uffd, msg, sizeof(msg));
 		if (n < 0)
-			return errno == EAGAIN ? 0 : -errno;
+			return errno == EAGAIN ? ret : -errno;
 		for (size_t i = 0; i < (size_t)n / sizeof(msg[0]); i++) {
-			uint64_t addr;
+			uint64_t addr, page;
+			int err;
 
 			if (msg[i].event != UFFD_EVENT_PAGEFAULT)
 				continue;
 			f->faults++;
 			addr = msg[i].arg.pagefault.address -
 			       (uint64_t)(uintptr_t)f->mem->guest;
-			ret = serve(f, addr / f->mem->page_bytes);
-			if (ret == -ECANCELED)
-				return ret;
+			page = addr / f->mem->page_bytes;
+			/*
+			 * Once serving has failed or was cancelled, the
+			 * rest of the batch is only recorded: a message read
+			 * is gone from the uffd, and zero_demand_drain() must
+			 * still find its vCPU (model-life found one stranded
+			 * when they were dropped).
+			 */
 			if (ret) {
+				if (!f->pending[page])
+					f->pending[page] = zero_now();
+				continue;
+			}
+			err = serve(f, page);
+			if (err && err != -ECANCELED)
 				pr_err("serving a guest fault at 0x%llx failed: %s",
 				       (unsigned long long)addr,
-				       strerror(-ret));
-				return ret;
-			}
+				       strerror(-err));
+			if (err && !f->pending[page])
+				f->pending[page] = zero_now();
+			ret = err;
 		}
+		if (ret)
+			return ret;
 	}
 }
 

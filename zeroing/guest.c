@@ -95,8 +95,7 @@ static int take_record(struct zero_guest *g, char *err, size_t len)
 	if (clean && !m->created) {
 		zero_pages_reset(m->pages, ZP_ZERO);
 		g->record_clean = true;
-	} else if (!m->created && strcmp(why, "no state record") &&
-		   !g->quiet) {
+	} else if (!m->created && strcmp(why, "no state record") && !g->quiet) {
 		pr_info("%s: the pool's pages are treated as dirty", why);
 	}
 	return 0;
@@ -369,9 +368,8 @@ void zero_guest_report(struct zero_guest *g, struct zero_guest_report *r)
 	       g->st0.populate_bytes;
 	if (g->started) {
 		r->background_bytes = work - r->demand.bytes;
-		r->background_seconds = g->pol.mode == ZERO_MODE_HYBRID ?
-						st1.bg_seconds :
-						0;
+		r->background_seconds =
+			g->pol.mode == ZERO_MODE_HYBRID ? st1.bg_seconds : 0;
 	}
 	if (d->pending) {
 		r->demand.faults = d->faults;

@@ -82,7 +82,8 @@ int zero_guest_preflight(const struct zero_mem_opts *o, char *err,
  * behind on failure.
  */
 int zero_guest_open(const struct zero_guest_cfg *cfg, struct zero_guest **out,
-		    char *err, size_t err_len) __attribute__((warn_unused_result));
+		    char *err, size_t err_len)
+	__attribute__((warn_unused_result));
 
 const struct zero_guest_layout *zero_guest_layout(const struct zero_guest *g);
 

@@ -1,0 +1,388 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The zeroing promise as a model-based test at the engine level: random
+ * sequences of launches on one pool file, through the lifecycle API
+ * (zeroing/guest.h) alone, each with a random policy, on_exit, boot pages,
+ * guest that writes or only reads, and an ending: a clean exit, a guest
+ * crash mid-run, a signal (cancel) mid-run, an injected worker error, or
+ * zvmm itself dying (no on_exit at all). The guests are threads touching
+ * the guest mapping as vCPUs would, so every first touch goes through
+ * the real userfaultfd paths (MISSING and MINOR) and the demand server.
+ *
+ * The model: a launch's guest owns exactly the words it wrote in that
+ * launch. So every page's first read in a launch must be all zero (an
+ * earlier tenant's words, or anyone's, would show), and every word a
+ * guest wrote must read back unchanged at the end of a run that was not
+ * cut short. Built with each sanitizer (make SANITIZE=...), it is also
+ * the lifecycle's ASan and TSan test.
+ *
+ * Usage: model-life [SEEDS [LAUNCHES]]. Needs root and 16 free 2 MiB
+ * hugepages it reserves itself; otherwise it says why and skips.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../lib/inject.h"
+#include "../lib/size.h"
+#include "../zeroing/guest.h"
+#include "../zeroing/hugetlb.h"
+
+#define PAGES 16
+#define MARKS 32 /* words a writing guest puts in each page */
+#define VCPUS 2
+
+enum ending { END_CLEAN, END_GUEST_CRASH, END_SIGNAL, END_WORKER_ERROR,
+	      END_ZVMM_DIES, END_NR };
+
+static const char *const ending_names[] = { "clean", "guest-crash", "signal",
+					    "worker-error", "zvmm-dies" };
+static const char *const modes[] = { "prezero", "demand", "hybrid" };
+static const char *const exits[] = { "scrub", "keep", "release" };
+
+struct vcpu {
+	pthread_t thread;
+	const struct zero_guest_layout *mem;
+	unsigned int id, seed;
+	bool writes;
+	unsigned int max_pages; /* pages before a crash; PAGES: no crash */
+	int *stop; /* the run was stopped: leave at the next page */
+	uint64_t off[PAGES][MARKS], val[PAGES][MARKS];
+	bool written[PAGES];
+	unsigned int touched; /* pages read so far (atomic) */
+	uint64_t foreign; /* non-zero words at a first read */
+	uint64_t lost; /* own words changed by the end */
+	bool finished; /* ran to its end and checked */
+	int done; /* the thread returned (atomic) */
+};
+
+struct server {
+	struct zero_guest *g;
+	int quit; /* atomic */
+	int error;
+};
+
+static uint64_t next(unsigned int *s)
+{
+	return (uint64_t)rand_r(s) << 31 ^ (uint64_t)rand_r(s);
+}
+
+static void *vcpu_main(void *arg)
+{
+	struct vcpu *v = arg;
+	unsigned int order[PAGES], n = 0;
+
+	/* Its share: pages of its parity, in a random order. */
+	for (unsigned int p = v->id; p < PAGES; p += VCPUS)
+		order[n++] = p;
+	for (unsigned int i = n; i > 1; i--) {
+		unsigned int j = (unsigned int)rand_r(&v->seed) % i, t;
+
+		t = order[i - 1];
+		order[i - 1] = order[j];
+		order[j] = t;
+	}
+	for (unsigned int i = 0; i < n; i++) {
+		unsigned int p = order[i];
+		const volatile uint64_t *w;
+
+		if (__atomic_load_n(v->stop, __ATOMIC_ACQUIRE) ||
+		    i >= v->max_pages)
+			goto out;
+		/* The first touch: a fault the engine serves. */
+		w = (const volatile uint64_t *)(v->mem->guest +
+						p * v->mem->page_bytes);
+		for (uint64_t k = 0; k < v->mem->page_bytes / 8; k++)
+			v->foreign += w[k] != 0;
+		__atomic_add_fetch(&v->touched, 1, __ATOMIC_RELEASE);
+		if (!v->writes)
+			continue;
+		for (unsigned int k = 0; k < MARKS; k++) {
+			uint64_t part = v->mem->page_bytes / 8 / MARKS;
+
+			v->off[p][k] = k * part + next(&v->seed) % part;
+			v->val[p][k] = next(&v->seed) | 1;
+			((volatile uint64_t *)w)[v->off[p][k]] = v->val[p][k];
+		}
+		v->written[p] = true;
+		sched_yield(); /* let background work overtake */
+	}
+	/* After the walk: every word it wrote is still its own. */
+	for (unsigned int p = 0; p < PAGES; p++) {
+		const volatile uint64_t *w =
+			(const volatile uint64_t *)(v->mem->guest +
+						    p * v->mem->page_bytes);
+
+		for (unsigned int k = 0; v->written[p] && k < MARKS; k++)
+			v->lost += w[v->off[p][k]] != v->val[p][k];
+	}
+	v->finished = true;
+out:
+	__atomic_store_n(&v->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* The event loop's part: poll the fds, serve what is ready. */
+static void *server_main(void *arg)
+{
+	struct server *s = arg;
+	struct pollfd pfd[2];
+	int fds[2];
+
+	zero_guest_poll_fds(s->g, fds);
+	for (int i = 0; i < 2; i++)
+		pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+	while (!__atomic_load_n(&s->quit, __ATOMIC_ACQUIRE)) {
+		int ret;
+
+		if (fds[0] < 0)
+			break; /* prezero: nothing ever faults */
+		if (poll(pfd, 2, 5) <= 0)
+			continue;
+		ret = zero_guest_serve(s->g);
+		if (ret) {
+			__atomic_store_n(&s->error, ret, __ATOMIC_RELEASE);
+			break;
+		}
+	}
+	return NULL;
+}
+
+struct world {
+	char mnt[64], pool[96], state[64];
+	unsigned int seed, id;
+	unsigned long launches, failures, skipped_prepare;
+	unsigned long endings[END_NR];
+};
+
+static bool all_done(struct vcpu *v)
+{
+	for (int i = 0; i < VCPUS; i++)
+		if (!__atomic_load_n(&v[i].done, __ATOMIC_ACQUIRE))
+			return false;
+	return true;
+}
+
+static unsigned int touched(struct vcpu *v)
+{
+	unsigned int n = 0;
+
+	for (int i = 0; i < VCPUS; i++)
+		n += __atomic_load_n(&v[i].touched, __ATOMIC_ACQUIRE);
+	return n;
+}
+
+static int fail(struct world *w, const char *what, const char *detail)
+{
+	fprintf(stderr, "model-life: seed %u launch %lu: %s: %s\n", w->id,
+		w->launches, what, detail);
+	w->failures++;
+	return -1;
+}
+
+static int launch(struct world *w)
+{
+	unsigned int mode = (unsigned int)rand_r(&w->seed) % 3;
+	unsigned int ex = (unsigned int)rand_r(&w->seed) % 3;
+	enum ending end = (enum ending)((unsigned int)rand_r(&w->seed) %
+					END_NR);
+	bool writes = rand_r(&w->seed) % 4 != 0;
+	uint64_t boot = rand_r(&w->seed) % 2 ? SZ_2M : 0;
+	struct zero_guest_cfg cfg = { .mem = { .bytes = PAGES * SZ_2M,
+					       .page_bytes = SZ_2M,
+					       .pool_path = w->pool },
+				      .quiet = true };
+	struct server srv = { 0 };
+	struct vcpu *v;
+	struct zero_policy pol;
+	struct zero_guest *g;
+	char err[512], set[64], what[160];
+	int stop = 0, ret;
+	pthread_t server;
+
+	snprintf(what, sizeof(what), "%s on_exit=%s %s%s, ending %s",
+		 modes[mode], exits[ex], writes ? "writing" : "reading",
+		 boot ? " boot page" : "", ending_names[end]);
+	zero_policy_defaults(&pol);
+	snprintf(set, sizeof(set), "zeroing.mode=%s", modes[mode]);
+	ret = zero_policy_set(&pol, set, err, sizeof(err));
+	snprintf(set, sizeof(set), "pool.on_exit=%s", exits[ex]);
+	ret = ret ?: zero_policy_set(&pol, set, err, sizeof(err));
+	ret = ret ?: zero_policy_set(&pol, "zeroing.backend=memset", err,
+				     sizeof(err));
+	ret = ret ?: zero_policy_set(&pol, "zeroing.workers=2", err,
+				     sizeof(err));
+	ret = ret ?: zero_policy_set(&pol, "zeroing.chunk=256K", err,
+				     sizeof(err));
+	if (ret)
+		return fail(w, "policy", err);
+	cfg.pol = &pol;
+	w->launches++;
+	w->endings[end]++;
+	/* A worker's populate fails (the hugetlb pool running dry). */
+	zvmm_inject_arm(end == END_WORKER_ERROR ? "populate" : NULL,
+			1 + (unsigned long)rand_r(&w->seed) % 4);
+	ret = zero_guest_open(&cfg, &g, err, sizeof(err));
+	if (ret)
+		return fail(w, "open", err);
+	ret = zero_guest_prepare(g, boot, err, sizeof(err));
+	if (ret) {
+		/* Only the injected error may stop a launch here. */
+		zero_guest_close(g);
+		zvmm_inject_arm(NULL, 0);
+		if (end == END_WORKER_ERROR) {
+			w->skipped_prepare++;
+			return 0;
+		}
+		return fail(w, "prepare", err);
+	}
+	v = calloc(VCPUS, sizeof(*v));
+	if (!v)
+		return fail(w, "calloc", "out of memory");
+	srv.g = g;
+	zero_guest_start(g);
+	pthread_create(&server, NULL, server_main, &srv);
+	for (int i = 0; i < VCPUS; i++) {
+		v[i] = (struct vcpu){ .mem = zero_guest_layout(g),
+				      .id = (unsigned int)i,
+				      .seed = (unsigned int)rand_r(&w->seed),
+				      .writes = writes,
+				      .max_pages = PAGES,
+				      .stop = &stop };
+		if (end == END_GUEST_CRASH && i == 0)
+			v[i].max_pages = (unsigned int)rand_r(&w->seed) %
+					 (PAGES / VCPUS);
+		pthread_create(&v[i].thread, NULL, vcpu_main, &v[i]);
+	}
+	/*
+	 * A signal: once the guests are a third of the way, the run is
+	 * cancelled (zvmm's signalfd path).
+	 */
+	if (end == END_SIGNAL) {
+		while (touched(v) < PAGES / 3 && !all_done(v) &&
+		       !__atomic_load_n(&srv.error, __ATOMIC_ACQUIRE))
+			sched_yield();
+		zero_guest_cancel(g);
+		stop = 1;
+	}
+	/* The run ends when the guests are done or serving failed. */
+	while (!stop && !all_done(v) &&
+	       !__atomic_load_n(&srv.error, __ATOMIC_ACQUIRE))
+		poll(NULL, 0, 1);
+	__atomic_store_n(&srv.quit, 1, __ATOMIC_RELEASE);
+	pthread_join(server, NULL);
+	/*
+	 * As vmm_vm_wait(): no vCPU may stay caught in a fault, so
+	 * zero_guest_stop() serves what is pending until every guest thread
+	 * has returned.
+	 */
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	while (!all_done(v)) {
+		zero_guest_stop(g);
+		poll(NULL, 0, 1);
+	}
+	for (int i = 0; i < VCPUS; i++)
+		pthread_join(v[i].thread, NULL);
+	zero_guest_stop(g);
+	if (end != END_ZVMM_DIES) {
+		ret = zero_guest_exit(g, err, sizeof(err));
+		if (ret && end != END_WORKER_ERROR && end != END_SIGNAL)
+			fail(w, "exit", err);
+	}
+	/* As a crash would: no on_exit, the lock dropped with the file. */
+	zero_guest_close(g);
+	zvmm_inject_arm(NULL, 0);
+	for (int i = 0; i < VCPUS; i++) {
+		char d[400];
+
+		if (v[i].foreign) {
+			snprintf(d, sizeof(d),
+				 "%s: vCPU %d read %llu non-zero words on first touch",
+				 what, i, (unsigned long long)v[i].foreign);
+			fail(w, "another's data", d);
+		}
+		if (v[i].lost) {
+			snprintf(d, sizeof(d), "%s: vCPU %d lost %llu words",
+				 what, i, (unsigned long long)v[i].lost);
+			fail(w, "guest's data destroyed", d);
+		}
+		if (end == END_CLEAN && !v[i].finished)
+			fail(w, "guest never finished", what);
+	}
+	if (end == END_CLEAN && srv.error) {
+		snprintf(err, sizeof(err), "%s: %s", what,
+			 strerror(-srv.error));
+		fail(w, "serving faults failed", err);
+	}
+	free(v);
+	if (getenv("MODEL_TRACE"))
+		fprintf(stderr, "%s\n", what);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct zero_hugetlb_resv resv = ZERO_HUGETLB_RESV_INIT;
+	unsigned int seeds = argc > 1 ? (unsigned int)atoi(argv[1]) : 8;
+	unsigned int first = getenv("MODEL_SEED") ? (unsigned int)atoi(getenv("MODEL_SEED")) : 1;
+	unsigned long per = argc > 2 ? strtoul(argv[2], NULL, 10) : 40;
+	struct world w = { 0 };
+	unsigned long total = 0, failures = 0, ends[END_NR] = { 0 };
+	char cmd[128];
+
+	if (geteuid() != 0) {
+		printf("model-life: SKIPPED: needs root (hugetlbfs mount, userfaultfd)\n");
+		return 0;
+	}
+	if (zero_hugetlb_reserve(SZ_2M, PAGES, &resv)) {
+		printf("model-life: SKIPPED: cannot reserve %d free 2 MiB hugepages\n",
+		       PAGES);
+		return 0;
+	}
+	snprintf(w.mnt, sizeof(w.mnt), "/tmp/zvmm-test-model.%d", (int)getpid());
+	snprintf(w.pool, sizeof(w.pool), "%s/pool", w.mnt);
+	snprintf(w.state, sizeof(w.state), "/tmp/zvmm-test-mstate.%d",
+		 (int)getpid());
+	setenv("ZVMM_STATE_DIR", w.state, 1);
+	if (mkdir(w.mnt, 0700) ||
+	    mount("none", w.mnt, "hugetlbfs", 0, "pagesize=2M")) {
+		printf("model-life: SKIPPED: cannot mount hugetlbfs: %s\n",
+		       strerror(errno));
+		rmdir(w.mnt);
+		zero_hugetlb_release(&resv);
+		return 0;
+	}
+	for (unsigned int s = first; s < first + seeds; s++) {
+		w.seed = s;
+		w.id = s;
+		w.launches = w.failures = 0;
+		unlink(w.pool); /* every seed starts from a fresh pool */
+		for (unsigned long l = 0; l < per && !w.failures; l++)
+			launch(&w);
+		total += w.launches;
+		failures += w.failures;
+		for (int e = 0; e < END_NR; e++)
+			ends[e] += w.endings[e];
+		memset(w.endings, 0, sizeof(w.endings));
+	}
+	unlink(w.pool);
+	umount(w.mnt);
+	rmdir(w.mnt);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", w.state);
+	if (system(cmd)) {
+		/* a leftover directory in /tmp is harmless */
+	}
+	zero_hugetlb_release(&resv);
+	printf("model-life: %lu launches over %u seeds (clean %lu, guest crash %lu, signal %lu, worker error %lu, zvmm dies %lu): %lu failed\n",
+	       total, seeds, ends[END_CLEAN], ends[END_GUEST_CRASH],
+	       ends[END_SIGNAL], ends[END_WORKER_ERROR], ends[END_ZVMM_DIES],
+	       failures);
+	return failures ? 1 : 0;
+}
