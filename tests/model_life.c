@@ -39,8 +39,14 @@
 #define MARKS 32 /* words a writing guest puts in each page */
 #define VCPUS 2
 
-enum ending { END_CLEAN, END_GUEST_CRASH, END_SIGNAL, END_WORKER_ERROR,
-	      END_ZVMM_DIES, END_NR };
+enum ending {
+	END_CLEAN,
+	END_GUEST_CRASH,
+	END_SIGNAL,
+	END_WORKER_ERROR,
+	END_ZVMM_DIES,
+	END_NR
+};
 
 static const char *const ending_names[] = { "clean", "guest-crash", "signal",
 					    "worker-error", "zvmm-dies" };
@@ -191,8 +197,8 @@ static int launch(struct world *w)
 {
 	unsigned int mode = (unsigned int)rand_r(&w->seed) % 3;
 	unsigned int ex = (unsigned int)rand_r(&w->seed) % 3;
-	enum ending end = (enum ending)((unsigned int)rand_r(&w->seed) %
-					END_NR);
+	enum ending end =
+		(enum ending)((unsigned int)rand_r(&w->seed) % END_NR);
 	bool writes = rand_r(&w->seed) % 4 != 0;
 	uint64_t boot = rand_r(&w->seed) % 2 ? SZ_2M : 0;
 	struct zero_guest_cfg cfg = { .mem = { .bytes = PAGES * SZ_2M,
@@ -215,12 +221,15 @@ static int launch(struct world *w)
 	ret = zero_policy_set(&pol, set, err, sizeof(err));
 	snprintf(set, sizeof(set), "pool.on_exit=%s", exits[ex]);
 	ret = ret ?: zero_policy_set(&pol, set, err, sizeof(err));
-	ret = ret ?: zero_policy_set(&pol, "zeroing.backend=memset", err,
-				     sizeof(err));
-	ret = ret ?: zero_policy_set(&pol, "zeroing.workers=2", err,
-				     sizeof(err));
-	ret = ret ?: zero_policy_set(&pol, "zeroing.chunk=256K", err,
-				     sizeof(err));
+	ret = ret   ?:
+		      zero_policy_set(&pol, "zeroing.backend=memset", err,
+				      sizeof(err));
+	ret = ret   ?:
+		      zero_policy_set(&pol, "zeroing.workers=2", err,
+				      sizeof(err));
+	ret = ret   ?:
+		      zero_policy_set(&pol, "zeroing.chunk=256K", err,
+				      sizeof(err));
 	if (ret)
 		return fail(w, "policy", err);
 	cfg.pol = &pol;
@@ -270,10 +279,10 @@ static int launch(struct world *w)
 		       !__atomic_load_n(&srv.error, __ATOMIC_ACQUIRE))
 			sched_yield();
 		zero_guest_cancel(g);
-		stop = 1;
+		__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
 	}
 	/* The run ends when the guests are done or serving failed. */
-	while (!stop && !all_done(v) &&
+	while (!__atomic_load_n(&stop, __ATOMIC_ACQUIRE) && !all_done(v) &&
 	       !__atomic_load_n(&srv.error, __ATOMIC_ACQUIRE))
 		poll(NULL, 0, 1);
 	__atomic_store_n(&srv.quit, 1, __ATOMIC_RELEASE);
@@ -303,9 +312,10 @@ static int launch(struct world *w)
 		char d[400];
 
 		if (v[i].foreign) {
-			snprintf(d, sizeof(d),
-				 "%s: vCPU %d read %llu non-zero words on first touch",
-				 what, i, (unsigned long long)v[i].foreign);
+			snprintf(
+				d, sizeof(d),
+				"%s: vCPU %d read %llu non-zero words on first touch",
+				what, i, (unsigned long long)v[i].foreign);
 			fail(w, "another's data", d);
 		}
 		if (v[i].lost) {
@@ -331,7 +341,9 @@ int main(int argc, char **argv)
 {
 	struct zero_hugetlb_resv resv = ZERO_HUGETLB_RESV_INIT;
 	unsigned int seeds = argc > 1 ? (unsigned int)atoi(argv[1]) : 8;
-	unsigned int first = getenv("MODEL_SEED") ? (unsigned int)atoi(getenv("MODEL_SEED")) : 1;
+	unsigned int first = getenv("MODEL_SEED") ?
+				     (unsigned int)atoi(getenv("MODEL_SEED")) :
+				     1;
 	unsigned long per = argc > 2 ? strtoul(argv[2], NULL, 10) : 40;
 	struct world w = { 0 };
 	unsigned long total = 0, failures = 0, ends[END_NR] = { 0 };
@@ -346,7 +358,8 @@ int main(int argc, char **argv)
 		       PAGES);
 		return 0;
 	}
-	snprintf(w.mnt, sizeof(w.mnt), "/tmp/zvmm-test-model.%d", (int)getpid());
+	snprintf(w.mnt, sizeof(w.mnt), "/tmp/zvmm-test-model.%d",
+		 (int)getpid());
 	snprintf(w.pool, sizeof(w.pool), "%s/pool", w.mnt);
 	snprintf(w.state, sizeof(w.state), "/tmp/zvmm-test-mstate.%d",
 		 (int)getpid());
