@@ -190,6 +190,14 @@ bool test_wait_output(struct test_proc *p, struct test_run *r,
 	return strstr(r->out, needle) != NULL;
 }
 
+bool test_proc_running(struct test_proc *p)
+{
+	siginfo_t si = { 0 };
+
+	return !waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) &&
+	       si.si_pid == 0;
+}
+
 int test_finish_zvmm(struct test_proc *p, struct test_run *r)
 {
 	int st, n;
@@ -205,8 +213,7 @@ int test_finish_zvmm(struct test_proc *p, struct test_run *r)
 	return 0;
 }
 
-int test_run_zvmm(const char *const *argv, bool as_user, int sig,
-		  unsigned int signal_after_ms, struct test_run *r)
+int test_run_zvmm(const char *const *argv, bool as_user, struct test_run *r)
 {
 	struct test_proc p;
 	int ret;
@@ -214,41 +221,7 @@ int test_run_zvmm(const char *const *argv, bool as_user, int sig,
 	r->out_len = 0;
 	r->out[0] = '\0';
 	ret = test_spawn_zvmm(argv, as_user, &p);
-	if (ret)
-		return ret;
-	if (signal_after_ms) {
-		struct pollfd pf = { .fd = p.fd, .events = POLLIN };
-		struct timespec t0, t;
-		long left = signal_after_ms;
-
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		/* Wait without reading so output stays ordered. */
-		while (left > 0) {
-			poll(&pf, 0, (int)left);
-			clock_gettime(CLOCK_MONOTONIC, &t);
-			left = signal_after_ms -
-			       ((t.tv_sec - t0.tv_sec) * 1000 +
-				(t.tv_nsec - t0.tv_nsec) / 1000000);
-		}
-		kill(p.pid, sig);
-	}
-	return test_finish_zvmm(&p, r);
-}
-
-int test_run_zvmm_signal_at(const char *const *argv, const char *needle,
-			    int sig, struct test_run *r)
-{
-	struct test_proc p;
-	int ret;
-
-	r->out_len = 0;
-	r->out[0] = '\0';
-	ret = test_spawn_zvmm(argv, false, &p);
-	if (ret)
-		return ret;
-	if (test_wait_output(&p, r, needle, 60000))
-		kill(p.pid, sig);
-	return test_finish_zvmm(&p, r);
+	return ret ? ret : test_finish_zvmm(&p, r);
 }
 
 void test_poison_file(const char *path, uint64_t bytes)

@@ -40,12 +40,11 @@ struct test_run {
 
 /*
  * Runs zvmm with @argv (NULL-terminated, without argv[0]). With
- * @as_user set the child drops to uid/gid 65534 first. If
- * @signal_after_ms > 0, @sig is sent to the child that long after start.
- * Returns 0, or -errno when the child could not be run.
+ * @as_user set the child drops to uid/gid 65534 first. A test that
+ * signals zvmm waits for what zvmm says (test_wait_output()), never
+ * for a time. Returns 0, or -errno when the child could not be run.
  */
-int test_run_zvmm(const char *const *argv, bool as_user, int sig,
-		  unsigned int signal_after_ms, struct test_run *r);
+int test_run_zvmm(const char *const *argv, bool as_user, struct test_run *r);
 
 /* A zvmm running in the background, its stdout and stderr on @fd. */
 struct test_proc {
@@ -64,15 +63,11 @@ int test_spawn_zvmm(const char *const *argv, bool as_user, struct test_proc *p);
 bool test_wait_output(struct test_proc *p, struct test_run *r,
 		      const char *needle, int timeout_ms);
 
+/* Whether @p has not exited yet (it is not reaped). */
+bool test_proc_running(struct test_proc *p);
+
 /* Reads the rest of @p's output into @r and waits for its status. */
 int test_finish_zvmm(struct test_proc *p, struct test_run *r);
-
-/*
- * Runs zvmm and sends @sig once its output holds @needle: the test
- * synchronises on what zvmm says it reached, not on a sleep.
- */
-int test_run_zvmm_signal_at(const char *const *argv, const char *needle,
-			    int sig, struct test_run *r);
 
 /*
  * Pool files: makes @path @bytes long and writes the poison over all of

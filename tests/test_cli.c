@@ -5,6 +5,7 @@
  * pools; a real run reports every backend, extent and kernel method.
  */
 #include <criterion/criterion.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,7 +35,7 @@ static void assert_pools_restored(void)
 
 static void run(const char *const *argv, struct test_run *r)
 {
-	cr_assert_eq(test_run_zvmm(argv, false, 0, 0, r), 0);
+	cr_assert_eq(test_run_zvmm(argv, false, r), 0);
 }
 
 static struct test_run r;
@@ -114,7 +115,7 @@ Test(cli, no_permission_to_reserve, .init = snapshot)
 		cr_skip_test("32 free 2 MiB hugepages already reserved");
 	cr_assert_eq(test_run_zvmm((const char *[]){ "bench", "--size", "64M",
 						     NULL },
-				   true, 0, 0, &r),
+				   true, &r),
 		     0);
 	cr_assert_eq(r.status, 3, "status %d: %s", r.status, r.out);
 	cr_assert(strstr(r.out, "only root may reserve them"), "%s", r.out);
@@ -124,18 +125,26 @@ Test(cli, no_permission_to_reserve, .init = snapshot)
 
 Test(cli, sigint_restores_pools, .init = snapshot, .timeout = 120)
 {
+	struct test_proc p;
 	char json[64];
 
 	if (geteuid() != 0)
 		cr_skip_test("needs root to reserve hugepages");
 	snprintf(json, sizeof(json), "/tmp/zvmm-test-bench.%d.json",
 		 (int)getpid());
-	/* 800 ms: past the reservation, inside the measurements. */
-	cr_assert_eq(test_run_zvmm((const char *[]){ "bench", "--size", "1G",
-						     "--quiet", "--json", json,
-						     NULL },
-				   false, SIGINT, 800, &r),
+	/* Once the pool was raised: past the reservation, inside the
+	 * measurements. */
+	r.out_len = 0;
+	r.out[0] = '\0';
+	cr_assert_eq(test_spawn_zvmm((const char *[]){ "bench", "--size", "1G",
+						       "--quiet", "--json",
+						       json, NULL },
+				     false, &p),
 		     0);
+	while (test_nr_hugepages(SZ_2M) <= before_2m && test_proc_running(&p))
+		sched_yield();
+	kill(p.pid, SIGINT);
+	cr_assert_eq(test_finish_zvmm(&p, &r), 0);
 	cr_assert_eq(r.status, 130, "status %d: %s", r.status, r.out);
 	cr_assert(strstr(r.out, "interrupted"), "%s", r.out);
 	cr_assert_neq(access(json, F_OK), 0, "half-written %s left", json);

@@ -96,7 +96,7 @@ static void boot(const char *mem, const char *pages, const char *policy,
 					       ex, "--vcpus", vcpus,
 					       "--cmdline", "verify=4",
 					       "--json", "-", "--quiet", NULL },
-			     false, 0, 0, &r),
+			     false, &r),
 		     0);
 }
 
@@ -178,7 +178,7 @@ static uint64_t hybrid_top_down(uint64_t bytes, const char *backend)
 				     "pool.on_exit=keep", "--set", set,
 				     "--cmdline", "verify=4 order=down",
 				     "--json", "-", "--quiet", NULL },
-			     false, 0, 0, &r),
+			     false, &r),
 		     0);
 	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
 	cr_assert_eq(field("nonzero_bytes"), 0, "%s", r.out);
@@ -321,30 +321,42 @@ Test(demand, record_of_another_file_means_dirty)
  * A signal at @after_ms: the run ends with 130 within a second, no
  * hugepage is left, and a state record exists only if the pool is zero.
  */
+/*
+ * A signal once zvmm's output holds @when (a launch step it reached, not
+ * a time it might have): the run ends with 130 within a second, no
+ * hugepage is left, and a state record exists only if the pool is zero.
+ */
 static void interrupt(int sig, const char *policy, const char *mem,
 		      const char *cmdline, const char *backend,
-		      unsigned int after_ms)
+		      const char *when)
 {
 	long nr, free_before, nfree;
 	struct timespec t0, t1;
+	struct test_proc p;
 	double secs;
 	char pol[64], set[64];
 
 	snprintf(pol, sizeof(pol), "configs/%s.conf", policy);
 	snprintf(set, sizeof(set), "zeroing.backend=%s", backend);
 	cr_assert_eq(zero_hugetlb_counts(page_sz, &nr, &free_before), 0);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", mem,
-						     "--pool", pool, "--policy",
-						     pol, "--set", set, "--set",
-						     "zeroing.workers=1",
-						     "--cmdline", cmdline,
-						     "--quiet", NULL },
-				   false, sig, after_ms, &r),
+	r.out_len = 0;
+	r.out[0] = '\0';
+	cr_assert_eq(test_spawn_zvmm(
+			     (const char *[]){
+				     "run", "--mem", mem, "--pool", pool,
+				     "--policy", pol, "--set", set, "--set",
+				     "zeroing.workers=1", "--cmdline", cmdline,
+				     "--quiet", "--verbose", NULL },
+			     false, &p),
 		     0);
+	cr_assert(test_wait_output(&p, &r, when, 60000),
+		  "zvmm never said '%s': %s", when, r.out);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	kill(p.pid, sig);
+	cr_assert_eq(test_finish_zvmm(&p, &r), 0);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	secs = (double)(t1.tv_sec - t0.tv_sec) +
-	       (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9 - after_ms / 1e3;
+	       (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
 	cr_assert_eq(r.status, 130, "status %d: %s", r.status, r.out);
 	cr_assert(strstr(r.out, "interrupted"), "%s", r.out);
 	cr_assert_lt(secs, 1.0, "took %.2f s after the signal", secs);
@@ -363,10 +375,11 @@ Test(demand, sigint_during_prezero)
 	need_pool(SZ_2M, 1024);
 	poison(2048 * SZ_1M);
 	/*
-	 * 2 GiB at ~15 GB/s on one worker: ~140 ms of scrubbing, and the
-	 * signal at 50 ms, well after start-up (sanitizer builds too).
+	 * 2 GiB at ~15 GB/s on one worker with page_at_a_time: ~140 ms of
+	 * scrubbing after zvmm says it is preparing the memory.
 	 */
-	interrupt(SIGINT, "prezero", "2G", "verify=1", "page_at_a_time", 50);
+	interrupt(SIGINT, "prezero", "2G", "verify=1", "page_at_a_time",
+		  "preparing it for the prezero policy");
 	cr_assert(strstr(r.out, "before the guest started"), "%s", r.out);
 }
 
@@ -379,14 +392,16 @@ Test(demand, sigterm_with_outstanding_faults)
 	 * rep_stosb: the sanitizer builds intercept memset, which would
 	 * make on_exit = scrub of the pool slow there.
 	 */
-	interrupt(SIGTERM, "demand", "1G", "stride=4K", "rep_stosb", 400);
+	interrupt(SIGTERM, "demand", "1G", "stride=4K", "rep_stosb",
+		  "ZVMM-TOUCH-START");
 }
 
 Test(demand, sigint_while_the_guest_runs)
 {
 	need_pool(SZ_2M, 512);
 	poison(1024 * SZ_1M);
-	interrupt(SIGINT, "hybrid", "1G", "stride=4K", "rep_stosb", 600);
+	interrupt(SIGINT, "hybrid", "1G", "stride=4K", "rep_stosb",
+		  "ZVMM-TOUCH-START");
 }
 
 static void nothing(void)

@@ -81,7 +81,7 @@ static void hostile(const char *cmdline, const char *const *extra)
 	while (extra && *extra && n < 31)
 		argv[n++] = *extra++;
 	argv[n] = NULL;
-	cr_assert_eq(test_run_zvmm(argv, false, 0, 0, &r), 0);
+	cr_assert_eq(test_run_zvmm(argv, false, &r), 0);
 }
 
 static long serial_bytes(void)
@@ -202,7 +202,7 @@ Test(hostile, bad_timeout_is_a_usage_error)
 							     "256M",
 							     "--timeout",
 							     bad[i], NULL },
-					   false, 0, 0, &r),
+					   false, &r),
 			     0);
 		cr_assert_eq(r.status, 2, "'%s': %d: %s", bad[i], r.status,
 			     r.out);
@@ -237,7 +237,7 @@ Test(hostile, triple_fault_with_demand_faults_outstanding)
 					       "pool.on_exit=keep", "--cmdline",
 					       "verify=8", "--json", "-",
 					       "--quiet", NULL },
-			     false, 0, 0, &r),
+			     false, &r),
 		     0);
 	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
 	cr_assert_eq(field("guest", "nonzero_bytes"), 0, "%s", r.out);

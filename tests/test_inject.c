@@ -82,7 +82,7 @@ static void run(const char *inject, const char *policy, const char *pool_path,
 		argv[n++] = *extra++;
 	argv[n] = NULL;
 	setenv("ZVMM_INJECT", inject, 1);
-	cr_assert_eq(test_run_zvmm(argv, false, 0, 0, &r), 0);
+	cr_assert_eq(test_run_zvmm(argv, false, &r), 0);
 	unsetenv("ZVMM_INJECT");
 }
 

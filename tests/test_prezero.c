@@ -84,7 +84,7 @@ static long pool_find_not_zero(uint64_t bytes)
 
 static void run(const char *const *argv)
 {
-	cr_assert_eq(test_run_zvmm(argv, false, 0, 0, &r), 0);
+	cr_assert_eq(test_run_zvmm(argv, false, &r), 0);
 }
 
 Test(prezero, scrubs_a_poisoned_pool_file)

@@ -96,7 +96,7 @@ static void boot_and_check(const char *mem, uint64_t bytes, const char *pages,
 					       "--hugepages", pages, "--vcpus",
 					       vcpus, "--cmdline", "verify=8",
 					       "--json", "-", "--quiet", NULL },
-			     false, 0, 0, &r),
+			     false, &r),
 		     0);
 	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
 	cr_assert_eq(field("exit_code"), 0);
@@ -165,7 +165,7 @@ Test(run, poisoned_pool_reaches_the_guest_as_zeros)
 				     "--policy", "configs/prezero.conf",
 				     "--cmdline", "verify=64 stride=2M",
 				     "--json", "-", "--quiet", NULL },
-			     false, 0, 0, &r),
+			     false, &r),
 		     0);
 	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
 	cr_assert(strstr(r.out, "\"scrub_bytes\": 268435456"), "%s", r.out);
@@ -268,7 +268,7 @@ static void bad_guest(const unsigned char *b, size_t size, const char *says)
 	close(fd);
 	cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", "64M",
 						     "--guest", path, NULL },
-				   false, 0, 0, &r),
+				   false, &r),
 		     0);
 	cr_assert_eq(r.status, 2, "%s: status %d: %s", says, r.status, r.out);
 	cr_assert(strstr(r.out, says), "want '%s': %s", says, r.out);
@@ -328,7 +328,7 @@ Test(run, too_few_hugepages_is_exit_3_before_allocating)
 	cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", "64G",
 						     "--hugepages", "1G",
 						     NULL },
-				   false, 0, 0, &r),
+				   false, &r),
 		     0);
 	cr_assert_eq(r.status, 3, "%s", r.out);
 	cr_assert(strstr(r.out, "needs 64 free 1 GiB hugepages"), "%s", r.out);
@@ -341,7 +341,7 @@ Test(run, too_few_hugepages_is_exit_3_before_allocating)
 							     "2G",
 							     "--hugepages",
 							     "1G", NULL },
-					   false, 0, 0, &r),
+					   false, &r),
 			     0);
 		cr_assert_eq(r.status, 3, "%s", r.out);
 		cr_assert(strstr(r.out, "echo "), "%s", r.out);
@@ -353,7 +353,7 @@ Test(run, mem_not_whole_pages)
 	cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", "1536M",
 						     "--hugepages", "1G",
 						     NULL },
-				   false, 0, 0, &r),
+				   false, &r),
 		     0);
 	cr_assert_eq(r.status, 2, "%s", r.out);
 	cr_assert(strstr(r.out, "not a multiple of the 1 GiB page size"), "%s",
@@ -366,7 +366,7 @@ Test(run, missing_kvm_device_is_reported)
 	cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem", "64M",
 						     "--kvm",
 						     "/nonexistent/kvm", NULL },
-				   false, 0, 0, &r),
+				   false, &r),
 		     0);
 	cr_assert_eq(r.status, 3, "%s", r.out);
 	cr_assert(strstr(r.out, "/nonexistent/kvm does not exist"), "%s",
@@ -382,7 +382,7 @@ Test(run, triple_fault_is_exit_4_with_registers)
 		test_run_zvmm((const char *[]){ "run", "--mem", "64M",
 						"--cmdline", "fault=triple",
 						"--verbose", "--quiet", NULL },
-			      false, 0, 0, &r),
+			      false, &r),
 		0);
 	cr_assert_eq(r.status, 4, "%s", r.out);
 	/*

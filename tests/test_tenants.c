@@ -29,6 +29,7 @@ static struct test_run r;
 static struct zero_hugetlb_resv resv = ZERO_HUGETLB_RESV_INIT;
 static char mnt[64], pool[96], state[64];
 static bool mounted;
+static pid_t tenant_a; /* a zvmm still running when a test fails */
 
 static void setup(void)
 {
@@ -41,6 +42,10 @@ static void setup(void)
 
 static void teardown(void)
 {
+	if (tenant_a > 0) {
+		kill(tenant_a, SIGKILL);
+		waitpid(tenant_a, NULL, 0);
+	}
 	test_pool_cleanup(mnt, pool, state, mounted);
 	zero_hugetlb_release(&resv);
 }
@@ -74,7 +79,7 @@ static void launch(const char *mem, const char *pages, const char *policy,
 				     "--pool", pool, "--policy", pol, "--set",
 				     ex, "--vcpus", vcpus, "--cmdline", cmdline,
 				     "--json", "-", "--quiet", NULL },
-			     false, 0, 0, &r),
+			     false, &r),
 		     0);
 }
 
@@ -207,6 +212,7 @@ Test(tenants, busy_pool_is_refused)
 	snprintf(want, sizeof(want), "is in use by zvmm pid %d", (int)pa.pid);
 	cr_assert_not_null(strstr(r.out, want), "B said: %s", r.out);
 	cr_assert_eq(test_finish_zvmm(&pa, &a), 0);
+	tenant_a = 0;
 	cr_assert_eq(a.status, 0, "A: status %d: %s", a.status, a.out);
 	cr_assert_eq(test_json_u64(a.out, NULL, "marks_lost"), 0, "%s", a.out);
 	cr_assert_eq(test_json_u64(a.out, NULL, "nonzero_bytes"), 0);

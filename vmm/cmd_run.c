@@ -80,7 +80,8 @@ static void run_usage(FILE *f)
 		"                      the summary go to stderr\n"
 		"  --serial FILE       guest serial output to FILE\n"
 		"  --quiet             no progress, no summary\n"
-		"  --verbose           vCPU registers when the guest crashes\n"
+		"  --verbose           each launch step on stderr, and the vCPU registers\n"
+		"                      when the guest crashes\n"
 		"  --kvm PATH          KVM device (default /dev/kvm)\n"
 		"  --reserve           as root, raise the hugepage pool to fit and put\n"
 		"                      the old count back at exit\n"
@@ -407,6 +408,9 @@ static int run_init(struct run_state *s)
 		return ret;
 	}
 	__atomic_store_n(&s->g, g, __ATOMIC_RELEASE);
+	if (s->o.verbose)
+		pr_info("guest memory open; preparing it for the %s policy",
+			zero_mode_name(s->pol.mode));
 	ret = zero_guest_prepare(g, s->boot_end, err, sizeof(err));
 	if (ret || vmm_sigwatch_seen(&s->w)) {
 		if (vmm_sigwatch_seen(&s->w) || ret == -ECANCELED)
