@@ -17,7 +17,6 @@
  */
 static const bool allowed[ZP_NR_STATES][ZP_NR_STATES] = {
 	[ZP_FRESH] = { [ZP_ZEROING] = true,
-		       [ZP_ZERO] = true,
 		       [ZP_MAPPED] = true,
 		       [ZP_DIRTY] = true },
 	[ZP_DIRTY] = { [ZP_ZEROING] = true, [ZP_FRESH] = true },
