@@ -12,7 +12,19 @@
  * saw a non-zero byte). Command line: stride=4K|2M|1G (default 2M),
  * verify=N (default 1), pattern=BYTE (default 0x5a), vcpus=N (added by
  * zvmm; 1 when absent, as under QEMU), order=down (touch from the top of
- * RAM down), fault=triple (a test: triple-fault on purpose). Work is kept small: every instruction may be emulated.
+ * RAM down), fault=triple (a test: triple-fault on purpose), exit=N (a
+ * test: exit with N when nothing was wrong). Work is kept small: every
+ * instruction may be emulated.
+ *
+ * Marks, for the zeroing promise (tests/test_tenants.c): mark=N writes N
+ * 8-byte marks per stride at pseudo-random offsets instead of the pattern
+ * byte (one in each Nth of the block, so they never overlap and never
+ * sit only on the lines a host would sample), derived from seed=S;
+ * recheck re-reads a vCPU's own marks after its walk and counts the ones
+ * lost (marks_lost); probe=S first reads, in every block, the words where
+ * seed S would have put its marks and counts the non-zero ones
+ * (foreign_words): a later tenant that finds an earlier one's marks. Exit
+ * code 10 for stale data or foreign words, 12 for lost marks.
  */
 #include <stdint.h>
 
@@ -39,6 +51,7 @@ static uint8_t pattern = 0x5a;
 static int down; /* order=down: from the top of RAM to the bottom */
 static uint64_t marks, seed = 1, probe; /* mark=N seed=S probe=S */
 static int recheck;
+static uint64_t exit_code; /* exit=N: a test asks for this exit code */
 static uint64_t lo, hi; /* the range the vCPUs share */
 static const struct hvm_start_info *info;
 
@@ -186,6 +199,7 @@ void guest_main(const struct hvm_start_info *si, uint32_t cpu)
 		seed = number(arg(cmd, "seed="), 1);
 		probe = number(arg(cmd, "probe="), 0);
 		recheck = arg(cmd, "recheck") != 0;
+		exit_code = number(arg(cmd, "exit="), 0);
 		if (!nr_cpus || nr_cpus > MAX_CPUS)
 			nr_cpus = 1;
 		mm = (const void *)(uintptr_t)si->memmap_paddr;

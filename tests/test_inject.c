@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../lib/size.h"
@@ -226,5 +227,29 @@ Test(inject, unknown_point_is_ignored_with_a_warning)
 	need(false);
 	run("nosuchpoint", "prezero", NULL, NULL);
 	failed_with(0, "names no injection point");
+	nothing_leaked();
+}
+
+/*
+ * A worker fails while a vCPU waits on the page it was making zero (a
+ * hole the guest touched, populated for it): the run ends at once with
+ * an error naming the page, not when --timeout runs out, and the JSON
+ * report is still written.
+ */
+Test(inject, worker_error_under_a_waiting_vcpu_ends_the_run)
+{
+	struct timespec t0, t1;
+	double secs;
+
+	need(false);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	run("populate:5", "demand", NULL,
+	    (const char *[]){ "--timeout", "60", NULL });
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	secs = (double)(t1.tv_sec - t0.tv_sec) +
+	       (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	failed_with(1, "for a vCPU failed: Cannot allocate memory");
+	cr_assert_lt(secs, 20, "the run took %.1f s: a vCPU waited", secs);
+	cr_assert(strstr(r.out, "\"report\": false"), "%s", r.out);
 	nothing_leaked();
 }

@@ -395,3 +395,47 @@ Test(run, triple_fault_is_exit_4_with_registers)
 		  "%s", r.out);
 	cr_assert(strstr(r.out, "rip "), "no registers: %s", r.out);
 }
+
+/*
+ * --json FILE is written whenever the guest ran: a crash (no report) and
+ * a guest that fails through the exit port both leave a report whose
+ * launch figures and exit code are there and whose guest.report is
+ * false or true as it was.
+ */
+Test(run, json_file_written_when_the_guest_fails)
+{
+	static const char *const cmdlines[] = { "fault=triple", "exit=7" };
+	char json[64], *text;
+	size_t len;
+
+	need_kvm();
+	reserve_or_skip(SZ_2M, 32);
+	snprintf(json, sizeof(json), "/tmp/zvmm-test-run.%d.json",
+		 (int)getpid());
+	for (unsigned int i = 0; i < 2; i++) {
+		FILE *f;
+
+		unlink(json);
+		cr_assert_eq(test_run_zvmm((const char *[]){ "run", "--mem",
+							     "64M", "--cmdline",
+							     cmdlines[i],
+							     "--json", json,
+							     "--quiet", NULL },
+					   false, &r),
+			     0);
+		cr_assert_eq(r.status, i ? 7 : 4, "%s", r.out);
+		f = fopen(json, "r");
+		cr_assert_not_null(f, "%s: no JSON report after status %d",
+				   cmdlines[i], r.status);
+		text = NULL;
+		len = 0;
+		cr_assert_gt(getdelim(&text, &len, '\0', f), 0);
+		fclose(f);
+		cr_assert(strstr(text, "\"ready_ms\": "), "%s", text);
+		cr_assert(strstr(text,
+				 i ? "\"report\": true" : "\"report\": false"),
+			  "%s", text);
+		free(text);
+	}
+	unlink(json);
+}

@@ -16,9 +16,7 @@
  * wrote it): distrust is always allowed.
  */
 static const bool allowed[ZP_NR_STATES][ZP_NR_STATES] = {
-	[ZP_FRESH] = { [ZP_ZEROING] = true,
-		       [ZP_MAPPED] = true,
-		       [ZP_DIRTY] = true },
+	[ZP_FRESH] = { [ZP_ZEROING] = true, [ZP_MAPPED] = true, [ZP_DIRTY] = true },
 	[ZP_DIRTY] = { [ZP_ZEROING] = true, [ZP_FRESH] = true },
 	[ZP_ZEROING] = { [ZP_ZERO] = true, [ZP_DIRTY] = true },
 	[ZP_ZERO] = { [ZP_MAPPED] = true, [ZP_DIRTY] = true, [ZP_FRESH] = true },
