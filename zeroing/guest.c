@@ -86,6 +86,16 @@ static int take_record(struct zero_guest *g, char *err, size_t len)
 	 * microseconds in all) catch some of that, and then nothing is
 	 * trusted.
 	 */
+	/*
+	 * Written only when every page was allocated and zero: a file that
+	 * no longer holds every page is not the one the record saw.
+	 */
+	if (clean && zero_mem_allocated_pages(m) != m->nr_pages) {
+		clean = false;
+		snprintf(
+			why, sizeof(why),
+			"the pool's state record does not match the file's allocation");
+	}
 	if (clean && !m->created && !samples_zero(m)) {
 		clean = false;
 		snprintf(

@@ -247,13 +247,6 @@ int zero_record_take(const struct zero_mem *m, bool *clean, char *why,
 			why, len,
 			"state record %s describes another file, size or page size",
 			path);
-	else if (zero_mem_allocated_pages(m) != m->nr_pages)
-		/* Written after every page was made zero, which allocates
-		 * it: a page punched out or a file cut since is not what
-		 * the record saw. */
-		snprintf(why, len,
-			 "state record %s does not match the file's allocation",
-			 path);
 	else
 		*clean = true;
 	return 0;

@@ -56,8 +56,8 @@ int zero_record_write(const struct zero_mem *m)
 /*
  * Reads and removes the record of @m: a launch consumes it, so a crash
  * later can never leave a record claiming clean. *clean is true only when
- * it exists, parses, matches the file's identity, its checksum holds and
- * the file still holds every page.
+ * it exists, parses, matches the file's identity and its checksum holds.
+ * (zero_guest_open() checks the file's allocation against it too.)
  * @why (may be NULL) says why a record was refused. Returns 0 or a
  * negative errno for I/O trouble other than a missing record.
  */
