@@ -287,5 +287,5 @@ void guest_main(const struct hvm_start_info *si, uint32_t cpu)
 	puts_com1("}\n");
 	outl(EXIT_PORT, sum[2] || sum[5] ? GUEST_EXIT_STALE :
 			sum[4]		 ? GUEST_EXIT_LOST :
-					   0);
+					   (uint32_t)exit_code);
 }

@@ -17,23 +17,24 @@
 #include "demand.h"
 
 int zero_demand_open(struct zero_demand *f, struct zero_mem *mem,
-		     struct zero_engine *engine, char *err, size_t len)
+		     struct zero_engine *engine, bool holes, char *err,
+		     size_t len)
 {
 	const uint64_t need = UFFD_FEATURE_MINOR_HUGETLBFS |
-			      UFFD_FEATURE_MISSING_HUGETLBFS;
+			      (holes ? UFFD_FEATURE_MISSING_HUGETLBFS : 0);
 	struct uffdio_api api = { .api = UFFD_API, .features = need };
 	/*
 	 * MINOR: a page the file holds but the guest has not mapped.
 	 * MISSING: a hole. With both, no first touch of any page reaches
 	 * the guest without zvmm, so the page table is the truth and a
 	 * page the kernel would have allocated for the guest unseen can
-	 * never be a background scrub target (DESIGN.md 3).
+	 * never be a background scrub target (docs/DESIGN.md 3).
 	 */
 	struct uffdio_register reg = {
 		.range = { .start = (uint64_t)(uintptr_t)mem->guest,
 			   .len = mem->bytes },
 		.mode = UFFDIO_REGISTER_MODE_MINOR |
-			UFFDIO_REGISTER_MODE_MISSING,
+			(holes ? UFFDIO_REGISTER_MODE_MISSING : 0),
 	};
 	int ret;
 
@@ -115,38 +116,60 @@ void zero_demand_close(struct zero_demand *f)
  * Maps a ZERO page into the guest (or wakes the vCPUs of a page that is
  * already mapped) and records how long its first fault waited.
  */
+/*
+ * UFFDIO_CONTINUE over @n pages from @page, all MAPPED in the table
+ * already: installs them in the guest mapping and wakes whoever faulted
+ * there. A page mapped already (an earlier fault's CONTINUE) is skipped.
+ */
+static int continue_pages(struct zero_demand *f, uint64_t page, uint64_t n)
+{
+	struct zero_mem *m = f->mem;
+	uint64_t at = (uint64_t)(uintptr_t)zero_mem_guest_page(m, page);
+	uint64_t end = at + n * m->page_bytes;
+
+	while (at < end) {
+		struct uffdio_continue c = {
+			.range = { .start = at, .len = end - at },
+		};
+
+		if (!ioctl(f->uffd, UFFDIO_CONTINUE, &c))
+			return 0;
+		if (errno != EAGAIN && errno != EEXIST)
+			return -errno;
+		/* Part may be done: go on after it, past a mapped page. */
+		if (c.mapped > 0)
+			at += (uint64_t)c.mapped;
+		if (errno == EEXIST) {
+			struct uffdio_range r = { .start = at,
+						  .len = m->page_bytes };
+
+			/* Mapped by an earlier fault: just wake its vCPUs. */
+			if (ioctl(f->uffd, UFFDIO_WAKE, &r))
+				return -errno;
+			at += m->page_bytes;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Maps a ZERO page into the guest (or wakes the vCPUs of a page that is
+ * already mapped) and records how long its first fault waited.
+ */
 static int map_page(struct zero_demand *f, uint64_t page)
 {
 	struct zero_mem *m = f->mem;
-	struct uffdio_continue c = {
-		.range = { .start = (uint64_t)(uintptr_t)zero_mem_guest_page(
-				   m, page),
-			   .len = m->page_bytes },
-	};
 	int ret;
 
 	/* The invariant first: only a ZERO page may become MAPPED. */
 	ret = zero_page_move(m->pages, page, ZP_ZERO, ZP_MAPPED);
 	if (ret && zero_page_get(m->pages, page) != ZP_MAPPED)
 		return ret;
-	for (;;) {
-		ret = -zvmm_inject("continue");
-		if (ret)
-			return ret;
-		if (!ioctl(f->uffd, UFFDIO_CONTINUE, &c))
-			break;
-		if (errno == EAGAIN) /* the mapping changed; try again */
-			continue;
-		if (errno == EEXIST) {
-			/* Mapped by an earlier fault: just wake this one. */
-			struct uffdio_range r = c.range;
-
-			if (ioctl(f->uffd, UFFDIO_WAKE, &r))
-				return -errno;
-			break;
-		}
-		return -errno;
-	}
+	ret = -zvmm_inject("continue");
+	if (!ret)
+		ret = continue_pages(f, page, 1);
+	if (ret)
+		return ret;
 	if (f->pending[page] > 0) {
 		double us = (zero_now() - f->pending[page]) * 1e6;
 
@@ -157,6 +180,29 @@ static int map_page(struct zero_demand *f, uint64_t page)
 		f->busy[page] = 0;
 		f->pending[page] = 0;
 		f->pages++;
+	}
+	return 0;
+}
+
+int zero_demand_map_ahead(struct zero_demand *f, uint64_t first, uint64_t end)
+{
+	struct zero_pages *pages = f->mem->pages;
+	uint64_t i = first, n;
+	int ret;
+
+	while (i < end) {
+		/* A run of ZERO pages, each MAPPED in the table first. */
+		for (n = 0; i + n < end; n++)
+			if (zero_page_move(pages, i + n, ZP_ZERO, ZP_MAPPED))
+				break;
+		if (!n) {
+			i++;
+			continue;
+		}
+		ret = continue_pages(f, i, n);
+		if (ret)
+			return ret;
+		i += n;
 	}
 	return 0;
 }

@@ -9,12 +9,12 @@
 #include "engine.h"
 
 /*
- * Demand faults (DESIGN.md 3, 4): userfaultfd in MINOR mode on the guest
- * mapping. A minor fault comes only for a page that is in the file but
- * not in the guest mapping, that is DIRTY or ZERO; FRESH pages take the
- * kernel's own path. A DIRTY page is scrubbed through the worker pool
- * ahead of background work, then UFFDIO_CONTINUE maps it and wakes the
- * vCPU; a ZERO page is only mapped.
+ * Demand faults (docs/DESIGN.md 3, 4): userfaultfd in MISSING and MINOR
+ * mode on the guest mapping, so the first touch of every page not mapped
+ * comes here: a MINOR fault for a page the file holds (DIRTY or ZERO), a
+ * MISSING fault for a hole (FRESH). A DIRTY page is scrubbed and a FRESH
+ * one populated through the worker pool ahead of background work, then
+ * UFFDIO_CONTINUE maps it and wakes the vCPU; a ZERO page is only mapped.
  */
 
 struct zero_demand {
@@ -37,20 +37,31 @@ struct zero_demand {
 	uint8_t *busy; /* per page: its scrub was queued behind background */
 	double *busy_us;
 	size_t nr_busy;
-	int error;
 };
 
 /*
- * Opens userfaultfd, checks for UFFD_FEATURE_MINOR_HUGETLBFS and
- * UFFDIO_CONTINUE, and registers the guest mapping in MINOR mode. Pages
- * that are MAPPED by then never fault. Returns 0 or a negative errno with
+ * Opens userfaultfd, checks for the features and UFFDIO_CONTINUE, and
+ * registers the guest mapping in MINOR mode, and with @holes in MISSING
+ * mode too, so that holes fault to zvmm as well. Pages mapped later with
+ * zero_demand_map_ahead() never fault. Returns 0 or a negative errno with
  * @err saying what to do.
  */
 int zero_demand_open(struct zero_demand *f, struct zero_mem *mem,
-		     struct zero_engine *engine, char *err, size_t err_len)
-	__attribute__((warn_unused_result));
+		     struct zero_engine *engine, bool holes, char *err,
+		     size_t err_len) __attribute__((warn_unused_result));
 
 void zero_demand_close(struct zero_demand *f);
+
+/*
+ * Maps every ZERO page of [@first, @end) into the guest mapping now, one
+ * UFFDIO_CONTINUE per run of them: no fault will come for them. Before
+ * the guest starts this is how pages are mapped at all: registering the
+ * mapping unshares hugetlb's shared page tables (a 1 GiB-aligned shared
+ * mapping shares them with the alias), dropping whatever was populated
+ * before. Returns 0 or a negative errno.
+ */
+int zero_demand_map_ahead(struct zero_demand *f, uint64_t first, uint64_t end)
+	__attribute__((warn_unused_result));
 
 /* Reads every queued fault and serves it or hands it to the workers. */
 int zero_demand_read(struct zero_demand *f) __attribute__((warn_unused_result));
