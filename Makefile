@@ -180,7 +180,9 @@ else
 endif
 
 # Criterion runs each test in its own process; -j1 because the hugepage
-# tests change the kernel's pool counts and must not overlap.
+# tests change the kernel's pool counts and must not overlap. The tests
+# keep backend=auto's profile under $(O)/test-cache, not in the machine's
+# /var/cache/zvmm.
 #
 # Criterion's sandbox (BoxFort) maps its arena with MAP_FIXED at random
 # addresses that ThreadSanitizer reserves for its shadow, so a TSan-built
@@ -198,7 +200,9 @@ endif
 test-unit: $(O)/zvmm $(HOSTILE_ELF) $(TEST_RUNNER) $(STRESS) $(MODEL)
 	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(STRESS) $(STRESS_SEEDS)
 	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(MODEL) $(MODEL_SEEDS)
-	$(Q)ZVMM_BIN=$(O)/zvmm TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
+	$(Q)rm -rf $(O)/test-cache
+	$(Q)ZVMM_BIN=$(O)/zvmm ZVMM_CACHE_DIR=$(abspath $(O))/test-cache \
+		TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
 		$(TEST_RUNNER) -j1 $(TEST_ARGS)
 
 FORCE:

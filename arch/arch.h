@@ -52,4 +52,12 @@ uint32_t arch_cpu_features(void);
 /* The CPU's model name, or "unknown". */
 void arch_cpu_model(char *buf, size_t len);
 
+/*
+ * The CPU's identity, finer than its name: vendor, family, model and
+ * stepping from CPUID (x86), implementer, variant, part and revision from
+ * MIDR (arm64); "unknown" when it cannot be read. A calibration profile
+ * is trusted only on the CPU whose identity it records.
+ */
+void arch_cpu_id(char *buf, size_t len);
+
 #endif

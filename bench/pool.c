@@ -134,13 +134,15 @@ static int prezero_rows(struct bench *bn, uint64_t page, const unsigned int *w,
 		ret = zero_engine_prezero(e, &rep);
 	zero_engine_destroy(e);
 	for (unsigned int c = 0; c < NR_CHUNKS && !ret; c++) {
+		enum zero_backend_source from;
 		const struct zero_backend *b;
 		uint64_t chunk = pool_chunks[c];
 
 		if (chunk > page)
 			continue;
 		/* backend=auto at this chunk size, as the engine would. */
-		ret = zero_backend_auto(chunk, NULL, NULL, 0, &b, &gbps);
+		ret = zero_backend_auto(chunk, NULL, false, NULL, 0, &b, &gbps,
+					&from);
 		for (unsigned int k = 0; k < nw && !ret; k++) {
 			bn->step++;
 			ret = make_engine(m, b->name, w[k], chunk, &e);

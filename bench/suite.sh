@@ -93,7 +93,7 @@ export ZVMM_STATE_DIR=$MNT.state
 # zvmm runs as a deployment would: with a calibration profile, so that
 # backend = auto reads it instead of measuring at every launch. Its own
 # cache directory, so the user's profile is left alone.
-export XDG_CACHE_HOME=$MNT.cache
+export ZVMM_CACHE_DIR=$MNT.cache
 J=$MNT.json
 declare -A saved
 for f in /sys/kernel/mm/hugepages/hugepages-*/nr_hugepages; do saved[$f]=$(cat "$f"); done
@@ -109,7 +109,7 @@ cleanup() {
 	rm -f "$MNT/pool" "$J" 2>/dev/null
 	umount "$MNT" 2>/dev/null
 	rmdir "$MNT" 2>/dev/null
-	rm -rf "$ZVMM_STATE_DIR" "$XDG_CACHE_HOME"
+	rm -rf "$ZVMM_STATE_DIR" "$ZVMM_CACHE_DIR"
 	for f in "${!saved[@]}"; do echo "${saved[$f]}" >"$f"; done
 	[ -t 2 ] && printf '\r\033[K' >&2
 	return 0

@@ -191,12 +191,12 @@ static uint64_t hybrid_top_down(uint64_t bytes, const char *backend)
 
 Test(demand, hybrid_top_down_meets_background)
 {
-	char cache[] = "/tmp/zvmm-test-cache.XXXXXX";
+	char cache[] = "/tmp/zvmm-test-cache.XXXXXX", profile[96];
 	uint64_t bytes = 256 * SZ_1M, nr = bytes / SZ_2M, fixed, measured;
 
 	need_pool(SZ_2M, (long)nr);
 	cr_assert_not_null(mkdtemp(cache));
-	setenv("XDG_CACHE_HOME", cache, 1);
+	setenv("ZVMM_CACHE_DIR", cache, 1);
 	/*
 	 * Against a run that measures nothing (a fixed backend), so that
 	 * sanitizer builds, whose runtimes have RSS of their own, compare
@@ -204,6 +204,12 @@ Test(demand, hybrid_top_down_meets_background)
 	 */
 	fixed = hybrid_top_down(bytes, "memset");
 	measured = hybrid_top_down(bytes, "auto");
+	cr_assert(strstr(r.out, "\"backend_from\": \"measured\""), "%s", r.out);
+	/* The measurement is kept: the next launch reads it. */
+	hybrid_top_down(bytes, "auto");
+	cr_assert(strstr(r.out, "\"backend_from\": \"profile\""), "%s", r.out);
+	snprintf(profile, sizeof(profile), "%s/calibration.ini", cache);
+	unlink(profile);
 	rmdir(cache);
 	cr_assert_lt(measured, fixed + (16 << 10),
 		     "RSS %llu KiB with auto, %llu with memset",

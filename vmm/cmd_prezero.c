@@ -87,11 +87,12 @@ static void write_json(FILE *f, const struct zero_guest_layout *m,
 {
 	fprintf(f,
 		"{ \"version\": 1, \"mem_bytes\": %llu, \"page_bytes\": %llu,\n"
-		"  \"policy\": { \"mode\": \"prezero\", \"backend\": \"%s\", \"workers\": %u, \"chunk_bytes\": %llu },\n"
+		"  \"policy\": { \"mode\": \"prezero\", \"backend\": \"%s\", \"backend_from\": \"%s\", \"workers\": %u, \"chunk_bytes\": %llu },\n"
 		"  \"prezero\": { \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.3f, \"scrub_bytes\": %llu, \"populate_bytes\": %llu },\n"
 		"  \"pages\": { \"zero\": %llu, \"dirty\": %llu } }\n",
 		(unsigned long long)m->bytes, (unsigned long long)m->page_bytes,
-		z->backend, z->workers, (unsigned long long)z->chunk,
+		z->backend, z->backend_from, z->workers,
+		(unsigned long long)z->chunk,
 		(unsigned long long)(r->scrub_bytes + r->populate_bytes),
 		r->seconds, r->gbps, (unsigned long long)r->scrub_bytes,
 		(unsigned long long)r->populate_bytes,

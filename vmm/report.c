@@ -19,7 +19,7 @@ void vmm_report_json(FILE *f, const struct vmm_run_facts *r)
 
 	fprintf(f,
 		"{ \"version\": 1, \"mem_bytes\": %llu, \"page_bytes\": %llu, \"vcpus\": %u,\n"
-		"  \"policy\": { \"mode\": \"%s\", \"backend\": \"%s\", \"workers\": %u, \"chunk_bytes\": %llu },\n"
+		"  \"policy\": { \"mode\": \"%s\", \"backend\": \"%s\", \"backend_from\": \"%s\", \"workers\": %u, \"chunk_bytes\": %llu },\n"
 		"  \"launch\": { \"ready_ms\": %.3f },\n"
 		"  \"prezero\": { \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.3f, \"scrub_bytes\": %llu, \"populate_bytes\": %llu },\n"
 		"  \"demand\": { \"faults\": %llu, \"pages\": %llu, \"scrubbed_pages\": %llu, \"bytes\": %llu, \"latency_us\": { \"p50\": %.1f, \"p99\": %.1f, \"max\": %.1f }, \"busy_latency_us\": { \"faults\": %llu, \"p50\": %.1f, \"p99\": %.1f, \"max\": %.1f } },\n"
@@ -28,8 +28,8 @@ void vmm_report_json(FILE *f, const struct vmm_run_facts *r)
 		"  \"guest\": { \"exit_code\": %d, \"report\": %s",
 		(unsigned long long)r->mem->bytes,
 		(unsigned long long)r->mem->page_bytes, r->vcpus, z->mode,
-		z->backend, z->workers, (unsigned long long)z->chunk,
-		r->ready_ms,
+		z->backend, z->backend_from, z->workers,
+		(unsigned long long)z->chunk, r->ready_ms,
 		(unsigned long long)(z->prezero.scrub_bytes +
 				     z->prezero.populate_bytes),
 		z->prezero.seconds, z->prezero.gbps,

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -95,9 +96,7 @@ int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
 	if (nr > ZERO_PROFILE_MAX_CHUNKS || reps == 0 || reps > 16)
 		return -EINVAL;
 	memset(p, 0, sizeof(*p));
-	snprintf(p->arch, sizeof(p->arch), "%s", arch_name);
-	arch_cpu_model(p->cpu, sizeof(p->cpu));
-	p->features = zero_cpu_features();
+	zero_machine_get(&p->id);
 	p->nr = nr;
 	for (c = 0; c < nr; c++) {
 		struct zero_profile_entry *e = &p->e[c];
@@ -122,20 +121,70 @@ int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
 	return 0;
 }
 
+/* The first "microcode : V" of /proc/cpuinfo (x86), or "none". */
+static void microcode(char *buf, size_t len)
+{
+	char line[256], v[32];
+	FILE *f = fopen("/proc/cpuinfo", "re");
+
+	snprintf(buf, len, "none");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "microcode : %31s", v) == 1) {
+			snprintf(buf, len, "%s", v);
+			break;
+		}
+	fclose(f);
+}
+
+void zero_machine_get(struct zero_machine *m)
+{
+	const struct zero_backend *b;
+	struct utsname u;
+	unsigned int i;
+	size_t n = 0;
+
+	memset(m, 0, sizeof(*m));
+	snprintf(m->arch, sizeof(m->arch), "%s", arch_name);
+	arch_cpu_model(m->cpu, sizeof(m->cpu));
+	arch_cpu_id(m->cpu_id, sizeof(m->cpu_id));
+	microcode(m->microcode, sizeof(m->microcode));
+	snprintf(m->kernel, sizeof(m->kernel), "%s",
+		 uname(&u) ? "unknown" : u.release);
+	m->features = zero_cpu_features();
+	for_each_backend(i, b)
+		if (zero_backend_runs_here(b) && n < sizeof(m->backends))
+			n += (size_t)snprintf(m->backends + n,
+					      sizeof(m->backends) - n, "%s%s",
+					      n ? " " : "", b->name);
+}
+
+const char *zero_backend_source_name(enum zero_backend_source s)
+{
+	static const char *const names[] = { "policy", "profile", "measured",
+					     "none" };
+
+	return s <= ZERO_FROM_NONE ? names[s] : "?";
+}
+
 static void profile_print(const struct zero_profile *p, FILE *f)
 {
 	const struct zero_backend *b;
 	char feat[128], label[16];
 	unsigned int i, c;
 
-	zero_features_format(p->features, feat, sizeof(feat));
+	zero_features_format(p->id.features, feat, sizeof(feat));
 	fprintf(f,
-		"; zvmm calibration profile, written by `zvmm calibrate`.\n"
-		"; GB/s (1e9 bytes/s) of each backend clearing warm memory in\n"
-		"; chunks of the size in the section name; `backend = auto`\n"
-		"; takes `best` of the chunk size the engine uses.\n"
-		"[profile]\nversion = 1\narch = %s\ncpu = %s\nfeatures = %s\n",
-		p->arch, p->cpu, feat);
+		"; zvmm calibration profile, written by `zvmm calibrate` or by\n"
+		"; `backend = auto` after it measured. GB/s (1e9 bytes/s) of\n"
+		"; each backend clearing warm memory in chunks of the size in\n"
+		"; the section name; `backend = auto` takes `best` of the chunk\n"
+		"; size the engine uses, on the machine described here only.\n"
+		"[profile]\nversion = 2\narch = %s\ncpu = %s\ncpu_id = %s\n"
+		"microcode = %s\nkernel = %s\nbackends = %s\nfeatures = %s\n",
+		p->id.arch, p->id.cpu, p->id.cpu_id, p->id.microcode,
+		p->id.kernel, p->id.backends, feat);
 	for (c = 0; c < p->nr; c++) {
 		const struct zero_profile_entry *e = &p->e[c];
 
@@ -198,9 +247,21 @@ static int profile_key(void *user, const char *section, const char *name,
 		if (!strcmp(name, "version"))
 			pp->version = atoi(value);
 		else if (!strcmp(name, "arch"))
-			snprintf(p->arch, sizeof(p->arch), "%s", value);
+			snprintf(p->id.arch, sizeof(p->id.arch), "%s", value);
 		else if (!strcmp(name, "cpu"))
-			snprintf(p->cpu, sizeof(p->cpu), "%s", value);
+			snprintf(p->id.cpu, sizeof(p->id.cpu), "%s", value);
+		else if (!strcmp(name, "cpu_id"))
+			snprintf(p->id.cpu_id, sizeof(p->id.cpu_id), "%s",
+				 value);
+		else if (!strcmp(name, "microcode"))
+			snprintf(p->id.microcode, sizeof(p->id.microcode), "%s",
+				 value);
+		else if (!strcmp(name, "kernel"))
+			snprintf(p->id.kernel, sizeof(p->id.kernel), "%s",
+				 value);
+		else if (!strcmp(name, "backends"))
+			snprintf(p->id.backends, sizeof(p->id.backends), "%s",
+				 value);
 		else if (!strcmp(name, "features"))
 			snprintf(pp->features, sizeof(pp->features), "%s",
 				 value);
@@ -232,6 +293,7 @@ static int profile_key(void *user, const char *section, const char *name,
 int zero_profile_read(const char *path, struct zero_profile *p, int *line)
 {
 	struct profile_parse pp = { .p = p, .cur = -1 };
+	struct zero_machine here;
 	char feat[128];
 	int ret;
 
@@ -244,24 +306,35 @@ int zero_profile_read(const char *path, struct zero_profile *p, int *line)
 		*line = ret > 0 ? ret : 0;
 		return -EINVAL;
 	}
-	if (pp.version != 1 || !p->nr)
+	if (pp.version < 1 || pp.version > 2 || !p->nr)
 		return -EINVAL;
 	for (unsigned int c = 0; c < p->nr; c++)
 		if (p->e[c].best < 0)
 			return -EINVAL;
-	zero_features_format(zero_cpu_features(), feat, sizeof(feat));
-	if (strcmp(p->arch, arch_name) || strcmp(pp.features, feat))
+	zero_machine_get(&here);
+	zero_features_format(here.features, feat, sizeof(feat));
+	/* Version 1 recorded no more than arch and features: not enough. */
+	if (pp.version < 2 || strcmp(p->id.arch, here.arch) ||
+	    strcmp(pp.features, feat) || strcmp(p->id.cpu_id, here.cpu_id) ||
+	    strcmp(p->id.microcode, here.microcode) ||
+	    strcmp(p->id.kernel, here.kernel) ||
+	    strcmp(p->id.backends, here.backends))
 		return -ESTALE;
-	p->features = zero_cpu_features();
+	p->id.features = here.features;
 	return 0;
 }
 
 int zero_profile_default_path(char *buf, size_t len)
 {
 	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	const char *dir = getenv("ZVMM_CACHE_DIR");
 	int n;
 
-	if (xdg && *xdg)
+	if (dir && *dir)
+		n = snprintf(buf, len, "%s/calibration.ini", dir);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/var/cache/zvmm/calibration.ini");
+	else if (xdg && *xdg)
 		n = snprintf(buf, len, "%s/zvmm/calibration.ini", xdg);
 	else if (home && *home)
 		n = snprintf(buf, len, "%s/.cache/zvmm/calibration.ini", home);
@@ -283,11 +356,44 @@ profile_entry(const struct zero_profile *p, uint64_t chunk)
 	return pick;
 }
 
-int zero_backend_auto(uint64_t chunk, const char *profile_path, void *scratch,
-		      uint64_t scratch_bytes, const struct zero_backend **out,
-		      double *gbps)
+static bool has_chunk(const struct zero_profile *p, uint64_t chunk)
 {
-	struct zero_profile p;
+	for (unsigned int c = 0; c < p->nr; c++)
+		if (p->e[c].chunk == chunk)
+			return true;
+	return false;
+}
+
+/*
+ * Adds the one entry of @m to @p (a valid profile of this machine, or
+ * nothing) and writes it to @path. Said once per process when it fails.
+ */
+static void keep_measurement(struct zero_profile *p, bool valid,
+			     const struct zero_profile *m, const char *path)
+{
+	static int warned;
+	int ret;
+
+	if (!valid)
+		*p = *m;
+	else if (p->nr < ZERO_PROFILE_MAX_CHUNKS)
+		p->e[p->nr++] = m->e[0];
+	else
+		return;
+	ret = file_mkdir_parents(path, 0755);
+	if (!ret)
+		ret = zero_profile_write(p, path);
+	if (ret && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		pr_warn("cannot keep the backend measurement in %s: %s; the next launch measures again",
+			path, strerror(-ret));
+}
+
+int zero_backend_auto(uint64_t chunk, const char *profile_path, bool keep,
+		      void *scratch, uint64_t scratch_bytes,
+		      const struct zero_backend **out, double *gbps,
+		      enum zero_backend_source *from)
+{
+	struct zero_profile p, m;
 	const struct zero_profile_entry *e;
 	int ret, line;
 
@@ -297,19 +403,27 @@ int zero_backend_auto(uint64_t chunk, const char *profile_path, void *scratch,
 		pr_warn("%s:%d: malformed calibration profile; measuring instead (rewrite it with `zvmm calibrate`)",
 			profile_path, line);
 	else if (ret == -ESTALE)
-		pr_warn("%s: calibration profile is for another CPU; measuring instead (rewrite it with `zvmm calibrate`)",
+		pr_warn("%s: calibration profile is for another machine (CPU, microcode, kernel or backends); measuring instead",
 			profile_path);
-	if (ret) {
+	/* A profile kept by an earlier launch holds the chunks it needed. */
+	if (!ret && (has_chunk(&p, chunk) || !keep)) {
+		e = profile_entry(&p, chunk);
+		*from = ZERO_FROM_PROFILE;
+	} else {
 		/* 64 MiB: twice this machine's L3, small enough for ~50 ms. */
-		if (scratch && scratch_bytes >= ZERO_AUTO_BYTES)
-			ret = zero_calibrate_on(&chunk, 1, scratch,
-						ZERO_AUTO_BYTES, 3, &p);
-		else
-			ret = zero_calibrate(&chunk, 1, ZERO_AUTO_BYTES, 3, &p);
-		if (ret)
-			return ret;
+		int err = scratch && scratch_bytes >= ZERO_AUTO_BYTES ?
+				  zero_calibrate_on(&chunk, 1, scratch,
+						    ZERO_AUTO_BYTES, 3, &m) :
+				  zero_calibrate(&chunk, 1, ZERO_AUTO_BYTES, 3,
+						 &m);
+
+		if (err)
+			return err;
+		if (keep && profile_path)
+			keep_measurement(&p, !ret, &m, profile_path);
+		e = &m.e[0];
+		*from = ZERO_FROM_MEASURE;
 	}
-	e = profile_entry(&p, chunk);
 	if (e->best < 0)
 		return -ENODEV;
 	*out = zero_backend_at((unsigned int)e->best);

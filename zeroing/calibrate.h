@@ -2,6 +2,8 @@
 #ifndef ZVMM_ZEROING_CALIBRATE_H
 #define ZVMM_ZEROING_CALIBRATE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backend.h"
@@ -22,10 +24,23 @@ struct zero_profile_entry {
 	double gbps[ZERO_PROFILE_MAX_BACKENDS]; /* by registry index; 0 = n/a */
 };
 
-struct zero_profile {
+/*
+ * What a profile is valid for: a profile measured on another CPU (even
+ * another stepping or microcode), under another kernel, or with other
+ * backends available is measured again, never trusted.
+ */
+struct zero_machine {
 	char arch[16];
-	char cpu[64];
+	char cpu[64]; /* model name, for people */
+	char cpu_id[96]; /* vendor family model stepping, or MIDR fields */
+	char microcode[32];
+	char kernel[72];
+	char backends[256]; /* the backends that run here, in registry order */
 	uint32_t features;
+};
+
+struct zero_profile {
+	struct zero_machine id;
 	unsigned int nr;
 	struct zero_profile_entry e[ZERO_PROFILE_MAX_CHUNKS];
 };
@@ -67,28 +82,54 @@ int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
 int zero_profile_write(const struct zero_profile *p, const char *path)
 	__attribute__((warn_unused_result));
 
+/* This machine, as a profile records it. */
+void zero_machine_get(struct zero_machine *m);
+
 /*
  * Reads a profile. Returns 0; -ENOENT when there is none; -EINVAL for a
  * malformed one, with *line set to the offending line (0 if the file as
- * a whole is wrong); -ESTALE when it was written on a CPU with other
- * features or architecture.
+ * a whole is wrong); -ESTALE when it was written for another machine
+ * (architecture, CPU identity, microcode, kernel, features or backends),
+ * or by a zvmm that did not record them.
  */
 int zero_profile_read(const char *path, struct zero_profile *p, int *line)
 	__attribute__((warn_unused_result));
 
-/* $XDG_CACHE_HOME/zvmm/calibration.ini, or ~/.cache/zvmm/... */
+/*
+ * Where the profile of this machine is kept: $ZVMM_CACHE_DIR, else
+ * /var/cache/zvmm for root, else $XDG_CACHE_HOME/zvmm or ~/.cache/zvmm;
+ * the file is calibration.ini. `zvmm calibrate` writes it, and
+ * backend=auto writes it after measuring when it had no valid one.
+ */
 int zero_profile_default_path(char *buf, size_t len)
 	__attribute__((warn_unused_result));
 
+/* Where backend=auto's choice came from. */
+enum zero_backend_source {
+	ZERO_FROM_POLICY, /* named in the policy */
+	ZERO_FROM_PROFILE, /* a valid profile */
+	ZERO_FROM_MEASURE, /* measured at this launch */
+	ZERO_FROM_NONE, /* nothing to clear: not chosen */
+};
+
+const char *zero_backend_source_name(enum zero_backend_source s);
+
 /*
  * backend=auto: the fastest backend at @chunk, from the profile at
- * @profile_path when it is there and fits this CPU, else from a quick
- * measurement over ZERO_AUTO_BYTES of @scratch (memory the caller will
- * clear anyway) or, when @scratch_bytes is smaller, of a buffer of its
- * own. *gbps gets the rate it was picked for.
+ * @profile_path when it is there, fits this machine and holds @chunk,
+ * else from a quick measurement over ZERO_AUTO_BYTES of @scratch (memory
+ * the caller will clear anyway) or, when @scratch_bytes is smaller, of a
+ * buffer of its own. With @keep, a measurement is added to the profile
+ * at @profile_path (created, or replaced when it was for another
+ * machine), so the next launch reads it: the measurement is paid once
+ * per machine; a profile that cannot be written is said once and the
+ * launch goes on. *gbps gets the rate it was picked for, *from where the
+ * answer came from.
  */
-int zero_backend_auto(uint64_t chunk, const char *profile_path, void *scratch,
-		      uint64_t scratch_bytes, const struct zero_backend **out,
-		      double *gbps) __attribute__((warn_unused_result));
+int zero_backend_auto(uint64_t chunk, const char *profile_path, bool keep,
+		      void *scratch, uint64_t scratch_bytes,
+		      const struct zero_backend **out, double *gbps,
+		      enum zero_backend_source *from)
+	__attribute__((warn_unused_result));
 
 #endif

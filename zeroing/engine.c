@@ -16,6 +16,7 @@ struct zero_engine {
 	const struct zero_backend *backend;
 	double backend_gbps; /* calibrated rate at the chunk size, 0 unknown */
 	bool backend_unused; /* auto, and nothing to scrub: not measured */
+	enum zero_backend_source backend_from;
 	uint64_t chunk;
 	struct zero_plan plan;
 	unsigned int nr_pools;
@@ -69,14 +70,19 @@ static int pick_backend(struct zero_engine *e, const char *profile, char *err,
 	uint64_t scratch_bytes;
 	char path[4096];
 	void *scratch;
+	bool keep = false;
 	int ret;
 
 	if (strcmp(e->pol.backend, "auto")) {
+		e->backend_from = ZERO_FROM_POLICY;
 		ret = zero_backend_find(e->pol.backend, &e->backend, err, len);
 		return ret == -ENOENT ? -EINVAL : ret;
 	}
-	if (!profile && !zero_profile_default_path(path, sizeof(path)))
+	/* This machine's own profile: a measurement is kept there. */
+	if (!profile && !zero_profile_default_path(path, sizeof(path))) {
 		profile = path;
+		keep = true;
+	}
 	/*
 	 * Memory with no stale page never calls the backend: the kernel
 	 * zeroes fresh pages (on prezero's populate, or on the guest's own
@@ -92,6 +98,7 @@ static int pick_backend(struct zero_engine *e, const char *profile, char *err,
 
 		if (!profile || zero_profile_read(profile, &p, &line)) {
 			e->backend_unused = true;
+			e->backend_from = ZERO_FROM_NONE;
 			return zero_backend_find("memset", &e->backend, err,
 						 len);
 		}
@@ -99,8 +106,8 @@ static int pick_backend(struct zero_engine *e, const char *profile, char *err,
 	/* Choose at the chunk in use, or at 2 MiB before it is known. */
 	scratch = dirty_run(e->mem, &scratch_bytes);
 	ret = zero_backend_auto(e->pol.chunk ? e->pol.chunk : SZ_2M, profile,
-				scratch, scratch_bytes, &e->backend,
-				&e->backend_gbps);
+				keep, scratch, scratch_bytes, &e->backend,
+				&e->backend_gbps, &e->backend_from);
 	if (ret)
 		snprintf(err, len,
 			 "cannot measure the backends for backend = auto: %s",
@@ -393,4 +400,9 @@ int zero_engine_wait(struct zero_engine *e)
 			ret = err;
 	}
 	return ret;
+}
+
+const char *zero_engine_backend_from(const struct zero_engine *e)
+{
+	return zero_backend_source_name(e->backend_from);
 }

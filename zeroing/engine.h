@@ -57,6 +57,9 @@ void zero_engine_start(struct zero_engine *e, uint64_t rate_limit,
 /* Waits for the pass zero_engine_start() began (zero_pool_wait()). */
 int zero_engine_wait(struct zero_engine *e) __attribute__((warn_unused_result));
 
+/* Where the backend came from: "policy", "profile", "measured", "none". */
+const char *zero_engine_backend_from(const struct zero_engine *e);
+
 /* The backend's name for reports: "none" when no page needs it. */
 const char *zero_engine_backend_name(const struct zero_engine *e);
 

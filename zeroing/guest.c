@@ -382,6 +382,7 @@ void zero_guest_report(struct zero_guest *g, struct zero_guest_report *r)
 	memset(r, 0, sizeof(*r));
 	r->mode = zero_mode_name(g->pol.mode);
 	r->backend = zero_engine_backend_name(g->engine);
+	r->backend_from = zero_engine_backend_from(g->engine);
 	r->workers = zero_engine_workers(g->engine);
 	r->chunk = zero_engine_chunk(g->engine);
 	r->prezero = g->pz;

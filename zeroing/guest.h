@@ -48,6 +48,7 @@ struct zero_guest_layout {
 
 struct zero_guest_report {
 	const char *mode, *backend;
+	const char *backend_from; /* policy, profile, measured or none */
 	unsigned int workers;
 	uint64_t chunk;
 	struct zero_prezero_report prezero; /* before the first vCPU */

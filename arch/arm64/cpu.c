@@ -48,3 +48,27 @@ void arch_cpu_model(char *buf, size_t len)
 	else
 		snprintf(buf, len, "unknown");
 }
+
+void arch_cpu_id(char *buf, size_t len)
+{
+	unsigned int impl = 0, var = 0, part = 0, rev = 0;
+	char line[256];
+	FILE *f = fopen("/proc/cpuinfo", "r");
+
+	if (f) {
+		while (fgets(line, sizeof(line), f)) {
+			sscanf(line, "CPU implementer : %x", &impl);
+			sscanf(line, "CPU variant : %x", &var);
+			sscanf(line, "CPU part : %x", &part);
+			sscanf(line, "CPU revision : %u", &rev);
+		}
+		fclose(f);
+	}
+	if (impl)
+		snprintf(
+			buf, len,
+			"implementer 0x%02x variant 0x%x part 0x%03x revision %u",
+			impl, var, part, rev);
+	else
+		snprintf(buf, len, "unknown");
+}

@@ -106,3 +106,29 @@ void arch_cpu_model(char *buf, size_t len)
 	*e = '\0';
 	snprintf(buf, len, "%s", *s ? s : "unknown");
 }
+
+void arch_cpu_id(char *buf, size_t len)
+{
+	unsigned int a, b, c, d, family, model;
+	char vendor[13];
+
+	if (__get_cpuid_max(0, NULL) < 1) {
+		snprintf(buf, len, "unknown");
+		return;
+	}
+	__cpuid(0, a, b, c, d);
+	memcpy(vendor, &b, 4);
+	memcpy(vendor + 4, &d, 4);
+	memcpy(vendor + 8, &c, 4);
+	vendor[12] = '\0';
+	__cpuid(1, a, b, c, d);
+	/* The extended fields, as the SDM and APM define them. */
+	family = (a >> 8) & 0xf;
+	model = (a >> 4) & 0xf;
+	if (family == 0xf)
+		family += (a >> 20) & 0xff;
+	if (family >= 6)
+		model |= ((a >> 16) & 0xf) << 4;
+	snprintf(buf, len, "%s family 0x%x model 0x%x stepping %u", vendor,
+		 family, model, a & 0xf);
+}
