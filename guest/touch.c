@@ -22,7 +22,8 @@
  * sit only on the lines a host would sample), derived from seed=S;
  * recheck re-reads a vCPU's own marks after its walk and counts the ones
  * lost (marks_lost); probe=S first reads, in every block, the words where
- * seed S would have put its marks and counts the non-zero ones
+ * a writer with seed S (and this guest's mark=N) put its marks, and
+ * counts the non-zero ones
  * (foreign_words): a later tenant that finds an earlier one's marks. Exit
  * code 10 for stale data or foreign words, 12 for lost marks.
  */
@@ -91,13 +92,16 @@ static uint64_t marks_do(uint64_t s, uint64_t a, uint64_t n, int write)
 	return bad;
 }
 
-/* Non-zero words where seed @s puts its marks (MAX_MARKS a block). */
+/*
+ * Non-zero words where seed @probe put its marks: with mark=N, where a
+ * writer with mark=N put them; else at the 64 places of MAX_MARKS.
+ */
 static uint64_t probe_block(uint64_t a)
 {
-	uint64_t v, n = 0;
+	uint64_t v, n = 0, per = marks ? marks : MAX_MARKS;
 
-	for (uint64_t k = 0; k < MAX_MARKS; k++)
-		n += *mark_at(probe, a, k, MAX_MARKS, &v) != 0;
+	for (uint64_t k = 0; k < per; k++)
+		n += *mark_at(probe, a, k, per, &v) != 0;
 	return n;
 }
 

@@ -5,7 +5,8 @@
  * (zeroing/guest.h) alone, each with a random policy, on_exit, boot pages,
  * guest that writes or only reads, and an ending: a clean exit, a guest
  * crash mid-run, a signal (cancel) mid-run, an injected worker error, or
- * zvmm itself dying (no on_exit at all). The guests are threads touching
+ * zvmm itself dying (no on_exit at all), each launch reading records from
+ * one of two state directories. The guests are threads touching
  * the guest mapping as vCPUs would, so every first touch goes through
  * the real userfaultfd paths (MISSING and MINOR) and the demand server.
  *
@@ -162,7 +163,7 @@ static void *server_main(void *arg)
 }
 
 struct world {
-	char mnt[64], pool[96], state[64];
+	char mnt[64], pool[96], state[64], state2[80];
 	unsigned int seed, id;
 	unsigned long launches, failures, skipped_prepare;
 	unsigned long endings[END_NR];
@@ -235,6 +236,13 @@ static int launch(struct world *w)
 	cfg.pol = &pol;
 	w->launches++;
 	w->endings[end]++;
+	/*
+	 * Two state directories, as two users or two environments would
+	 * have: a record one launch left must not vouch for the pool after
+	 * a launch that looked in the other.
+	 */
+	setenv("ZVMM_STATE_DIR", rand_r(&w->seed) % 2 ? w->state : w->state2,
+	       1);
 	/* A worker's populate fails (the hugetlb pool running dry). */
 	zvmm_inject_arm(end == END_WORKER_ERROR ? "populate" : NULL,
 			1 + (unsigned long)rand_r(&w->seed) % 4);
@@ -301,6 +309,7 @@ static int launch(struct world *w)
 		pthread_join(v[i].thread, NULL);
 	zero_guest_stop(g);
 	if (end != END_ZVMM_DIES) {
+		zero_guest_rearm(g); /* as zvmm run does before on_exit */
 		ret = zero_guest_exit(g, err, sizeof(err));
 		if (ret && end != END_WORKER_ERROR && end != END_SIGNAL)
 			fail(w, "exit", err);
@@ -347,7 +356,7 @@ int main(int argc, char **argv)
 	unsigned long per = argc > 2 ? strtoul(argv[2], NULL, 10) : 40;
 	struct world w = { 0 };
 	unsigned long total = 0, failures = 0, ends[END_NR] = { 0 };
-	char cmd[128];
+	char cmd[256];
 
 	if (geteuid() != 0) {
 		printf("model-life: SKIPPED: needs root (hugetlbfs mount, userfaultfd)\n");
@@ -363,6 +372,7 @@ int main(int argc, char **argv)
 	snprintf(w.pool, sizeof(w.pool), "%s/pool", w.mnt);
 	snprintf(w.state, sizeof(w.state), "/tmp/zvmm-test-mstate.%d",
 		 (int)getpid());
+	snprintf(w.state2, sizeof(w.state2), "%s.other", w.state);
 	setenv("ZVMM_STATE_DIR", w.state, 1);
 	if (mkdir(w.mnt, 0700) ||
 	    mount("none", w.mnt, "hugetlbfs", 0, "pagesize=2M")) {
@@ -388,7 +398,7 @@ int main(int argc, char **argv)
 	unlink(w.pool);
 	umount(w.mnt);
 	rmdir(w.mnt);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", w.state);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s %s", w.state, w.state2);
 	if (system(cmd)) {
 		/* a leftover directory in /tmp is harmless */
 	}

@@ -436,3 +436,24 @@ Test(demand, pool_written_after_a_clean_exit_means_dirty)
 {
 	spoiled_record(nothing);
 }
+
+/*
+ * hybrid maps ahead: pages the background has made zero go into the
+ * guest mapping as it finishes them, so a guest touching every page of a
+ * poisoned pool takes fewer faults than it has pages, and still reads
+ * nothing but zeros.
+ */
+Test(demand, hybrid_maps_ahead_of_the_guest)
+{
+	uint64_t bytes = SZ_1G, nr = bytes / SZ_2M;
+
+	need_pool(SZ_2M, (long)nr);
+	poison(bytes);
+	boot("1G", "2M", "hybrid", "1", "keep");
+	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
+	cr_assert_eq(field("nonzero_bytes"), 0, "%s", r.out);
+	cr_assert_eq(field("touched_bytes") + field("reserved_bytes"), bytes);
+	cr_assert_gt(section_field("demand", "ahead_pages"), 0, "%s", r.out);
+	cr_assert_lt(section_field("demand", "faults"), nr - 1,
+		     "every page faulted: %s", r.out);
+}

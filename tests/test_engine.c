@@ -231,6 +231,9 @@ Test(engine, cancel_leaves_no_zero_page_with_poison, .fini = give_back,
 	}
 	cr_assert_gt(n[ZP_ZERO], 0, "nothing was done before the cancel");
 	cr_assert_gt(n[ZP_DIRTY], 0, "the cancel came too late to test");
+	/* A cancel is sticky: the next pass stops at once, until resumed. */
+	cr_assert_eq(zero_engine_prezero(e, &r), -ECANCELED);
+	zero_engine_resume(e);
 	/* Started again, it finishes the job. */
 	cr_assert_eq(zero_engine_prezero(e, &r), 0);
 	cr_assert_eq(r.scrub_bytes, n[ZP_DIRTY] * SZ_2M);

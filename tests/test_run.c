@@ -396,6 +396,34 @@ Test(run, triple_fault_is_exit_4_with_registers)
 	cr_assert(strstr(r.out, "rip "), "no registers: %s", r.out);
 }
 
+/* launch.phases_ms: every phase there, and together they are ready_ms. */
+static void phases_add_up(const char *json)
+{
+	static const char *const phases[] = {
+		"options", "memory",	   "record",	"engine", "prepare",
+		"kvm_vm",  "kvm_memslots", "kvm_vcpus", "loader", "start"
+	};
+	const char *p = strstr(json, "\"phases_ms\": {");
+	double ready, sum = 0;
+
+	cr_assert_not_null(p, "no launch.phases_ms: %s", json);
+	ready = strtod(strstr(json, "\"ready_ms\": ") + 12, NULL);
+	for (unsigned int k = 0; k < sizeof(phases) / sizeof(phases[0]); k++) {
+		char key[32];
+		const char *v;
+		double ms;
+
+		snprintf(key, sizeof(key), "\"%s\": ", phases[k]);
+		v = strstr(p, key);
+		cr_assert_not_null(v, "no phase %s: %s", phases[k], json);
+		ms = strtod(v + strlen(key), NULL);
+		cr_assert_geq(ms, 0, "phase %s is %f", phases[k], ms);
+		sum += ms;
+	}
+	cr_assert(sum <= ready + 0.01 && sum >= ready * 0.9,
+		  "phases add up to %.3f ms of %.3f: %s", sum, ready, json);
+}
+
 /*
  * --json FILE is written whenever the guest ran: a crash (no report) and
  * a guest that fails through the exit port both leave a report whose
@@ -432,6 +460,8 @@ Test(run, json_file_written_when_the_guest_fails)
 		cr_assert_gt(getdelim(&text, &len, '\0', f), 0);
 		fclose(f);
 		cr_assert(strstr(text, "\"ready_ms\": "), "%s", text);
+		if (!i)
+			phases_add_up(text);
 		cr_assert(strstr(text,
 				 i ? "\"report\": true" : "\"report\": false"),
 			  "%s", text);

@@ -129,7 +129,8 @@ ParameterizedTest(struct tenant_case *c, tenants, second_reads_only_zeros)
 	launch(mem, pages, policy, ex, vcpus, "mark=8 seed=7");
 	cr_assert_eq(r.status, 0, "tenant A: status %d: %s", r.status, r.out);
 	cr_assert_gt(field("marks_written"), 0, "%s", r.out);
-	launch(mem, pages, policy, ex, vcpus, "probe=7 verify=4");
+	/* B reads where A wrote (mark=8 seed=7), then writes its own. */
+	launch(mem, pages, policy, ex, vcpus, "probe=7 mark=8 seed=9 verify=4");
 	cr_assert_eq(field("foreign_words"), 0,
 		     "%s/%s: tenant B read tenant A's data: %s", policy, ex,
 		     r.out);

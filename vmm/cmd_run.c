@@ -269,6 +269,8 @@ struct run_state {
 	int status; /* zvmm's exit status */
 	int code; /* the guest's exit code */
 	double t_ready, t_end;
+	/* checked, memory opened, prepared, vCPUs made, guest loaded */
+	double t_checked, t_opened, t_prepared, t_vcpus, t_loaded;
 	FILE *out, *serial, *json;
 	bool json_written;
 };
@@ -402,11 +404,13 @@ static int run_init(struct run_state *s)
 		ret = open_outputs(s);
 	if (ret)
 		return ret;
+	s->t_checked = zero_now();
 	ret = zero_guest_open(&gc, &g, err, sizeof(err));
 	if (ret) {
 		pr_err("%s", err);
 		return ret;
 	}
+	s->t_opened = zero_now();
 	__atomic_store_n(&s->g, g, __ATOMIC_RELEASE);
 	if (s->o.verbose)
 		pr_info("guest memory open; preparing it for the %s policy",
@@ -418,12 +422,14 @@ static int run_init(struct run_state *s)
 		pr_err("%s", err);
 		return ret;
 	}
+	s->t_prepared = zero_now();
 	ret = vmm_vm_create(s->o.kvm, zero_guest_layout(g), s->o.vcpus, &vm,
 			    err, sizeof(err));
 	if (ret) {
 		pr_err("%s", err);
 		return ret;
 	}
+	s->t_vcpus = zero_now();
 	vm->verbose = s->o.verbose;
 	__atomic_store_n(&s->vm, vm, __ATOMIC_RELEASE);
 	vmm_devices_init(&s->dev, vm, s->serial);
@@ -440,6 +446,7 @@ static int run_init(struct run_state *s)
 		pr_err("%s", err);
 		return ret;
 	}
+	s->t_loaded = zero_now();
 	/* From here the event loop's signalfd takes SIGINT and SIGTERM. */
 	vmm_sigwatch_pause(&s->w);
 	return vmm_sigwatch_seen(&s->w) ? -ECANCELED : 0;
@@ -535,15 +542,28 @@ static void run_exit(struct run_state *s)
 		.start = zvmm_start_time,
 		.ready_ms = (s->t_ready - zvmm_start_time) * 1e3,
 		.total_ms = (s->t_end - zvmm_start_time) * 1e3,
-		.exit_code = s->code
+		.exit_code = s->code,
+		.options_ms = (s->t_checked - zvmm_start_time) * 1e3,
+		.prepare_ms = (s->t_prepared - s->t_opened) * 1e3,
+		.kvm_vm_ms = (s->vm->t_vm - s->t_prepared) * 1e3,
+		.kvm_memslots_ms = (s->vm->t_memslots - s->vm->t_vm) * 1e3,
+		.kvm_vcpus_ms = (s->t_vcpus - s->vm->t_memslots) * 1e3,
+		.loader_ms = (s->t_loaded - s->t_vcpus) * 1e3,
+		.start_ms = (s->t_ready - s->t_loaded) * 1e3,
 	};
 	char err[512];
 
-	/* on_exit may take a while (scrub): signals cancel it again. */
+	/*
+	 * on_exit may take a while (scrub): a signal from now on cancels it,
+	 * one that ended the run does not.
+	 */
+	zero_guest_rearm(s->g);
 	if (!vmm_sigwatch_start(&s->w) &&
 	    zero_guest_exit(s->g, err, sizeof(err)))
 		pr_err("%s", err);
 	zero_guest_report(s->g, &f.z);
+	if (s->o.verbose)
+		vmm_report_phases(stderr, &f);
 	if (!s->o.quiet)
 		vmm_report_summary(s->out, &f);
 	if (s->json) {

@@ -151,6 +151,7 @@ int vmm_vm_create(const char *dev, const struct zero_guest_layout *mem,
 	if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_SET_TSS_ADDR) > 0)
 		ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, 0xfffbd000UL);
 
+	vm->t_vm = zero_now();
 	vm->low_bytes = mem->bytes < VMM_LOW_RAM_END ? mem->bytes :
 						       VMM_LOW_RAM_END;
 	vm->high_bytes = mem->bytes - vm->low_bytes;
@@ -164,6 +165,7 @@ int vmm_vm_create(const char *dev, const struct zero_guest_layout *mem,
 		goto fail;
 	}
 
+	vm->t_memslots = zero_now();
 	sigemptyset(&sa.sa_mask);
 	sigaction(VMM_KICK_SIGNAL, &sa, NULL);
 	vm->nr_vcpus = nr_vcpus;

@@ -69,6 +69,7 @@ struct vmm_vm {
 	char why[256]; /* the message for a crash */
 	unsigned int running; /* vCPU threads not yet returned */
 	double first_entry; /* CLOCK_MONOTONIC of the first KVM_RUN */
+	double t_vm, t_memslots; /* VM created; memslots registered */
 	uint64_t mmio_exits;
 };
 

@@ -20,16 +20,19 @@ void vmm_report_json(FILE *f, const struct vmm_run_facts *r)
 	fprintf(f,
 		"{ \"version\": 1, \"mem_bytes\": %llu, \"page_bytes\": %llu, \"vcpus\": %u,\n"
 		"  \"policy\": { \"mode\": \"%s\", \"backend\": \"%s\", \"backend_from\": \"%s\", \"workers\": %u, \"chunk_bytes\": %llu },\n"
-		"  \"launch\": { \"ready_ms\": %.3f },\n"
+		"  \"launch\": { \"ready_ms\": %.3f, \"phases_ms\": { \"options\": %.3f, \"memory\": %.3f, \"record\": %.3f, \"engine\": %.3f, \"prepare\": %.3f, \"kvm_vm\": %.3f, \"kvm_memslots\": %.3f, \"kvm_vcpus\": %.3f, \"loader\": %.3f, \"start\": %.3f } },\n"
 		"  \"prezero\": { \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.3f, \"scrub_bytes\": %llu, \"populate_bytes\": %llu },\n"
-		"  \"demand\": { \"faults\": %llu, \"pages\": %llu, \"scrubbed_pages\": %llu, \"bytes\": %llu, \"latency_us\": { \"p50\": %.1f, \"p99\": %.1f, \"max\": %.1f }, \"busy_latency_us\": { \"faults\": %llu, \"p50\": %.1f, \"p99\": %.1f, \"max\": %.1f } },\n"
+		"  \"demand\": { \"faults\": %llu, \"pages\": %llu, \"scrubbed_pages\": %llu, \"ahead_pages\": %llu, \"bytes\": %llu, \"latency_us\": { \"p50\": %.1f, \"p99\": %.1f, \"max\": %.1f }, \"busy_latency_us\": { \"faults\": %llu, \"p50\": %.1f, \"p99\": %.1f, \"max\": %.1f } },\n"
 		"  \"background\": { \"bytes\": %llu, \"seconds\": %.6f },\n"
 		"  \"pool\": { \"file\": %s, \"record_clean\": %s, \"on_exit\": \"%s\", \"on_exit_bytes\": %llu, \"on_exit_seconds\": %.6f, \"record_written\": %s },\n"
 		"  \"guest\": { \"exit_code\": %d, \"report\": %s",
 		(unsigned long long)r->mem->bytes,
 		(unsigned long long)r->mem->page_bytes, r->vcpus, z->mode,
 		z->backend, z->backend_from, z->workers,
-		(unsigned long long)z->chunk, r->ready_ms,
+		(unsigned long long)z->chunk, r->ready_ms, r->options_ms,
+		z->open_memory_ms, z->open_record_ms, z->open_engine_ms,
+		r->prepare_ms, r->kvm_vm_ms, r->kvm_memslots_ms,
+		r->kvm_vcpus_ms, r->loader_ms, r->start_ms,
 		(unsigned long long)(z->prezero.scrub_bytes +
 				     z->prezero.populate_bytes),
 		z->prezero.seconds, z->prezero.gbps,
@@ -38,6 +41,7 @@ void vmm_report_json(FILE *f, const struct vmm_run_facts *r)
 		(unsigned long long)z->demand.faults,
 		(unsigned long long)z->demand.pages,
 		(unsigned long long)z->demand.scrubbed_pages,
+		(unsigned long long)z->demand.ahead_pages,
 		(unsigned long long)z->demand.bytes, z->demand.p50_us,
 		z->demand.p99_us, z->demand.max_us,
 		(unsigned long long)z->demand.busy_faults,
@@ -108,4 +112,16 @@ void vmm_report_summary(FILE *f, const struct vmm_run_facts *r)
 	else
 		fprintf(f, "zvmm: guest exit code %d (no ZVMM-REPORT line)\n",
 			r->exit_code);
+}
+
+void vmm_report_phases(FILE *f, const struct vmm_run_facts *r)
+{
+	const struct zero_guest_report *z = &r->z;
+
+	fprintf(f,
+		"zvmm: launch phases (ms): options %.2f, memory %.2f, record %.2f, engine %.2f, prepare %.2f, kvm vm %.2f, kvm memslots %.2f, kvm vcpus %.2f, loader %.2f, start %.2f: ready %.2f\n",
+		r->options_ms, z->open_memory_ms, z->open_record_ms,
+		z->open_engine_ms, r->prepare_ms, r->kvm_vm_ms,
+		r->kvm_memslots_ms, r->kvm_vcpus_ms, r->loader_ms, r->start_ms,
+		r->ready_ms);
 }

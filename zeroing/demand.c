@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/userfaultfd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +18,8 @@
 #include "demand.h"
 
 int zero_demand_open(struct zero_demand *f, struct zero_mem *mem,
-		     struct zero_engine *engine, bool holes, char *err,
-		     size_t len)
+		     struct zero_engine *engine, bool holes, bool ahead,
+		     char *err, size_t len)
 {
 	const uint64_t need = UFFD_FEATURE_MINOR_HUGETLBFS |
 			      (holes ? UFFD_FEATURE_MISSING_HUGETLBFS : 0);
@@ -70,9 +71,10 @@ int zero_demand_open(struct zero_demand *f, struct zero_mem *mem,
 			"this kernel's userfaultfd lacks missing and minor faults on hugetlbfs (UFFD_FEATURE_MINOR_HUGETLBFS, Linux 5.13+): use the prezero policy");
 		goto fail;
 	}
-	if (ioctl(f->uffd, UFFDIO_REGISTER, &reg) ||
-	    !(reg.ioctls & (1ull << _UFFDIO_CONTINUE))) {
-		ret = -errno ? -errno : -EOPNOTSUPP;
+	ret = ioctl(f->uffd, UFFDIO_REGISTER, &reg) ? -errno : 0;
+	if (!ret && !(reg.ioctls & (1ull << _UFFDIO_CONTINUE)))
+		ret = -EOPNOTSUPP;
+	if (ret) {
 		snprintf(err, len,
 			 "cannot register guest memory with userfaultfd: %s",
 			 strerror(-ret));
@@ -84,7 +86,7 @@ int zero_demand_open(struct zero_demand *f, struct zero_mem *mem,
 		snprintf(err, len, "eventfd: %s", strerror(-ret));
 		goto fail;
 	}
-	ret = zero_engine_set_notify(engine, f->done_fd);
+	ret = zero_engine_set_notify(engine, f->done_fd, ahead);
 	if (ret) {
 		snprintf(err, len, "out of memory for fault tracking");
 		goto fail;
@@ -187,7 +189,7 @@ static int map_page(struct zero_demand *f, uint64_t page)
 int zero_demand_map_ahead(struct zero_demand *f, uint64_t first, uint64_t end)
 {
 	struct zero_pages *pages = f->mem->pages;
-	uint64_t i = first, n;
+	uint64_t i = first, n, mapped = 0;
 	int ret;
 
 	while (i < end) {
@@ -203,8 +205,9 @@ int zero_demand_map_ahead(struct zero_demand *f, uint64_t first, uint64_t end)
 		if (ret)
 			return ret;
 		i += n;
+		mapped += n;
 	}
-	return 0;
+	return mapped > INT_MAX ? INT_MAX : (int)mapped;
 }
 
 static int serve(struct zero_demand *f, uint64_t page)
@@ -308,6 +311,24 @@ int zero_demand_complete(struct zero_demand *f)
 			if (ret)
 				return ret;
 		}
+	/*
+	 * hybrid maps ahead: a page the background made ZERO goes into the
+	 * guest mapping now, so the vCPU that reaches it takes no fault. A
+	 * vCPU already waiting on it is woken as by a fault's own mapping.
+	 */
+	while ((n = zero_engine_pop_ahead(f->engine, pages, 64)))
+		for (unsigned int i = 0; i < n; i++) {
+			if (f->pending[pages[i]] > 0) {
+				ret = map_page(f, pages[i]);
+			} else {
+				ret = zero_demand_map_ahead(f, pages[i],
+							    pages[i] + 1);
+				if (ret > 0)
+					f->ahead_pages += (uint64_t)ret;
+			}
+			if (ret < 0)
+				return ret;
+		}
 	return 0;
 }
 
@@ -350,12 +371,13 @@ void zero_demand_drain(struct zero_demand *f, arch_clear_fn clear)
 			if (!f->pending[page])
 				f->pending[page] = zero_now();
 		}
+	/* A page that cannot be made zero now stays pending: it is tried
+	 * again at the next call, never dropped with its vCPU waiting. */
 	for (uint64_t p = 0; p < f->mem->nr_pages; p++) {
 		if (!f->pending[p])
 			continue;
 		zero_now_here(f, p, clear);
-		if (map_page(f, p))
-			f->pending[p] = 0;
+		(void)!map_page(f, p);
 	}
 }
 

@@ -26,6 +26,7 @@ struct zero_demand {
 	uint64_t faults; /* fault messages read */
 	uint64_t pages; /* pages mapped on a fault */
 	uint64_t scrubbed_pages; /* of those, scrubbed first */
+	uint64_t ahead_pages; /* mapped as the background finished them */
 	double *lat_us; /* fault read -> UFFDIO_CONTINUE, per page */
 	size_t nr_lat;
 	/*
@@ -42,13 +43,15 @@ struct zero_demand {
 /*
  * Opens userfaultfd, checks for the features and UFFDIO_CONTINUE, and
  * registers the guest mapping in MINOR mode, and with @holes in MISSING
- * mode too, so that holes fault to zvmm as well. Pages mapped later with
- * zero_demand_map_ahead() never fault. Returns 0 or a negative errno with
+ * mode too, so that holes fault to zvmm as well. With @ahead (hybrid),
+ * pages the background makes ZERO are mapped as it finishes them. Pages
+ * mapped with zero_demand_map_ahead() never fault. Returns 0 or a negative errno with
  * @err saying what to do.
  */
 int zero_demand_open(struct zero_demand *f, struct zero_mem *mem,
-		     struct zero_engine *engine, bool holes, char *err,
-		     size_t err_len) __attribute__((warn_unused_result));
+		     struct zero_engine *engine, bool holes, bool ahead,
+		     char *err, size_t err_len)
+	__attribute__((warn_unused_result));
 
 void zero_demand_close(struct zero_demand *f);
 
@@ -58,7 +61,7 @@ void zero_demand_close(struct zero_demand *f);
  * the guest starts this is how pages are mapped at all: registering the
  * mapping unshares hugetlb's shared page tables (a 1 GiB-aligned shared
  * mapping shares them with the alias), dropping whatever was populated
- * before. Returns 0 or a negative errno.
+ * before. Returns the number of pages mapped, or a negative errno.
  */
 int zero_demand_map_ahead(struct zero_demand *f, uint64_t first, uint64_t end)
 	__attribute__((warn_unused_result));

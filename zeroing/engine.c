@@ -17,6 +17,7 @@ struct zero_engine {
 	double backend_gbps; /* calibrated rate at the chunk size, 0 unknown */
 	bool backend_unused; /* auto, and nothing to scrub: not measured */
 	enum zero_backend_source backend_from;
+	int cancel; /* sticky until zero_engine_resume() (atomic) */
 	uint64_t chunk;
 	struct zero_plan plan;
 	unsigned int nr_pools;
@@ -26,6 +27,9 @@ struct zero_engine {
 	const char *phase; /* what progress lines call the work */
 	bool progress_done; /* the line was cleared after the pass */
 };
+
+static void start_pools(struct zero_engine *e, uint64_t rate_limit,
+			bool skip_fresh);
 
 uint64_t zero_chunk_auto(double gbps, uint64_t page_bytes)
 {
@@ -265,8 +269,7 @@ int zero_engine_prezero(struct zero_engine *e, struct zero_prezero_report *r)
 	e->t0 = zero_now();
 	e->phase = "prezero";
 	e->progress_done = false;
-	for (unsigned int i = 0; i < e->nr_pools; i++)
-		zero_pool_start(e->pool[i], 0, false);
+	start_pools(e, 0, false);
 	for (unsigned int i = 0; i < e->nr_pools; i++) {
 		err = zero_pool_wait(e->pool[i], zero_engine_progress, e);
 		if (err && !ret)
@@ -296,8 +299,30 @@ int zero_engine_demand(struct zero_engine *e, uint64_t page)
 
 void zero_engine_cancel(struct zero_engine *e)
 {
+	__atomic_store_n(&e->cancel, 1, __ATOMIC_SEQ_CST);
 	for (unsigned int i = 0; i < e->nr_pools; i++)
 		zero_pool_cancel(e->pool[i]);
+}
+
+void zero_engine_resume(struct zero_engine *e)
+{
+	__atomic_store_n(&e->cancel, 0, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Starts every pool; a cancel from before (a signal while the launch was
+ * getting there) or from during the start wins: the flag is set before
+ * the pools are cancelled and read after they are started, so no cancel
+ * falls between the two.
+ */
+static void start_pools(struct zero_engine *e, uint64_t rate_limit,
+			bool skip_fresh)
+{
+	for (unsigned int i = 0; i < e->nr_pools; i++)
+		zero_pool_start(e->pool[i], rate_limit, skip_fresh);
+	if (__atomic_load_n(&e->cancel, __ATOMIC_SEQ_CST))
+		for (unsigned int i = 0; i < e->nr_pools; i++)
+			zero_pool_cancel(e->pool[i]);
 }
 
 void zero_engine_start_background(struct zero_engine *e, uint64_t rate_limit)
@@ -305,8 +330,7 @@ void zero_engine_start_background(struct zero_engine *e, uint64_t rate_limit)
 	e->t0 = zero_now();
 	e->phase = "background scrub";
 	e->progress_done = false;
-	for (unsigned int i = 0; i < e->nr_pools; i++)
-		zero_pool_start(e->pool[i], rate_limit, true);
+	start_pools(e, rate_limit, true);
 }
 
 static int pool_of(const struct zero_engine *e, uint64_t page)
@@ -328,10 +352,10 @@ int zero_engine_demand_async(struct zero_engine *e, uint64_t page)
 	return i < 0 ? -EINVAL : zero_pool_demand_async(e->pool[i], page);
 }
 
-int zero_engine_set_notify(struct zero_engine *e, int fd)
+int zero_engine_set_notify(struct zero_engine *e, int fd, bool ahead)
 {
 	for (unsigned int i = 0; i < e->nr_pools; i++) {
-		int ret = zero_pool_set_notify(e->pool[i], fd);
+		int ret = zero_pool_set_notify(e->pool[i], fd, ahead);
 
 		if (ret)
 			return ret;
@@ -385,8 +409,7 @@ arch_clear_fn zero_engine_clear_fn(const struct zero_engine *e)
 void zero_engine_start(struct zero_engine *e, uint64_t rate_limit,
 		       bool skip_fresh)
 {
-	for (unsigned int i = 0; i < e->nr_pools; i++)
-		zero_pool_start(e->pool[i], rate_limit, skip_fresh);
+	start_pools(e, rate_limit, skip_fresh);
 }
 
 int zero_engine_wait(struct zero_engine *e)
@@ -405,4 +428,14 @@ int zero_engine_wait(struct zero_engine *e)
 const char *zero_engine_backend_from(const struct zero_engine *e)
 {
 	return zero_backend_source_name(e->backend_from);
+}
+
+unsigned int zero_engine_pop_ahead(struct zero_engine *e, uint64_t *pages,
+				   unsigned int max)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < e->nr_pools && n < max; i++)
+		n += zero_pool_pop_ahead(e->pool[i], pages + n, max - n);
+	return n;
 }

@@ -75,8 +75,14 @@ int zero_engine_prezero(struct zero_engine *e, struct zero_prezero_report *r)
 int zero_engine_demand(struct zero_engine *e, uint64_t page)
 	__attribute__((warn_unused_result));
 
-/* Stops every pool within one chunk; callable from any thread. */
+/*
+ * Stops every pool within one chunk; callable from any thread. Sticky:
+ * work started later is cancelled too, until zero_engine_resume().
+ */
 void zero_engine_cancel(struct zero_engine *e);
+
+/* Lets work start again after zero_engine_cancel() (one thread). */
+void zero_engine_resume(struct zero_engine *e);
 
 /*
  * hybrid: background workers scrub DIRTY pages ascending, node by node,
@@ -89,9 +95,16 @@ void zero_engine_start_background(struct zero_engine *e, uint64_t rate_limit);
 int zero_engine_demand_async(struct zero_engine *e, uint64_t page)
 	__attribute__((warn_unused_result));
 
-/* Settled demand pages are announced on eventfd @fd (every pool). */
-int zero_engine_set_notify(struct zero_engine *e, int fd)
+/*
+ * Settled demand pages are announced on eventfd @fd (every pool); with
+ * @ahead, background pages that became ZERO too.
+ */
+int zero_engine_set_notify(struct zero_engine *e, int fd, bool ahead)
 	__attribute__((warn_unused_result));
+
+/* Takes up to @max background pages that became ZERO from all pools. */
+unsigned int zero_engine_pop_ahead(struct zero_engine *e, uint64_t *pages,
+				   unsigned int max);
 
 /* Takes up to @max settled demand pages from all pools. */
 unsigned int zero_engine_pop_done(struct zero_engine *e, uint64_t *pages,

@@ -14,6 +14,7 @@
 
 #include "../lib/inject.h"
 #include "../lib/log.h"
+#include "calibrate.h"
 #include "demand.h"
 #include "engine.h"
 #include "guest.h"
@@ -35,6 +36,7 @@ struct zero_guest {
 	double exit_seconds;
 	struct zero_prezero_report pz;
 	struct zero_pool_stats st0, st1; /* at start, at stop */
+	double open_s[3]; /* memory, record, engine */
 };
 
 int zero_guest_preflight(const struct zero_mem_opts *o, char *err, size_t len)
@@ -80,6 +82,13 @@ static int take_record(struct zero_guest *g, char *err, size_t len)
 			 strerror(-ret));
 		return ret;
 	}
+	/* From now on no record written before this launch matches. */
+	ret = zero_record_stamp(m);
+	if (ret) {
+		snprintf(err, len, "cannot stamp pool %s: %s", m->path,
+			 strerror(-ret));
+		return ret;
+	}
 	/*
 	 * The record proves what zvmm left; it cannot see a process that
 	 * wrote the file since. Samples of every page (a few lines each,
@@ -116,6 +125,7 @@ int zero_guest_open(const struct zero_guest_cfg *cfg, struct zero_guest **out,
 {
 	struct zero_engine_cfg ec = { 0 };
 	struct zero_guest *g;
+	double t = zero_now(), t1;
 	int ret;
 
 	g = calloc(1, sizeof(*g));
@@ -128,9 +138,13 @@ int zero_guest_open(const struct zero_guest_cfg *cfg, struct zero_guest **out,
 	ret = zero_mem_create(&cfg->mem, &g->mem, err, len);
 	if (ret)
 		goto fail;
+	t1 = zero_now();
+	g->open_s[0] = t1 - t;
 	ret = take_record(g, err, len);
 	if (ret)
 		goto fail;
+	t = zero_now();
+	g->open_s[1] = t - t1;
 	ec.pol = &g->pol;
 	ec.mem = g->mem;
 	ec.quiet = cfg->quiet;
@@ -139,6 +153,7 @@ int zero_guest_open(const struct zero_guest_cfg *cfg, struct zero_guest **out,
 	ret = zero_engine_create(&ec, &g->engine, err, len);
 	if (ret)
 		goto fail;
+	g->open_s[2] = zero_now() - t;
 	g->layout = (struct zero_guest_layout){
 		.guest = g->mem->guest,
 		.bytes = g->mem->bytes,
@@ -214,7 +229,8 @@ static int demand_pages(struct zero_guest *g, uint64_t boot_bytes, char *err,
 	 * worker ever takes a FRESH page while a guest runs and no tenant
 	 * comes after.
 	 */
-	ret = zero_demand_open(&g->demand, m, g->engine, m->pool, err, len);
+	ret = zero_demand_open(&g->demand, m, g->engine, m->pool,
+			       g->pol.mode == ZERO_MODE_HYBRID, err, len);
 	if (ret)
 		return ret;
 	g->demand_open = true;
@@ -226,10 +242,12 @@ static int demand_pages(struct zero_guest *g, uint64_t boot_bytes, char *err,
 	}
 	if (!ret)
 		ret = zero_demand_map_ahead(&g->demand, 0, m->nr_pages);
-	if (ret)
+	if (ret < 0) {
 		snprintf(err, len, "preparing guest memory failed: %s",
 			 strerror(-ret));
-	return ret;
+		return ret;
+	}
+	return 0;
 }
 
 int zero_guest_prepare(struct zero_guest *g, uint64_t boot_bytes, char *err,
@@ -282,6 +300,11 @@ void zero_guest_progress(struct zero_guest *g)
 void zero_guest_cancel(struct zero_guest *g)
 {
 	zero_engine_cancel(g->engine);
+}
+
+void zero_guest_rearm(struct zero_guest *g)
+{
+	zero_engine_resume(g->engine);
 }
 
 void zero_guest_stop(struct zero_guest *g)
@@ -381,6 +404,9 @@ void zero_guest_report(struct zero_guest *g, struct zero_guest_report *r)
 		zero_engine_stats(g->engine, &st1);
 	memset(r, 0, sizeof(*r));
 	r->mode = zero_mode_name(g->pol.mode);
+	r->open_memory_ms = g->open_s[0] * 1e3;
+	r->open_record_ms = g->open_s[1] * 1e3;
+	r->open_engine_ms = g->open_s[2] * 1e3;
 	r->backend = zero_engine_backend_name(g->engine);
 	r->backend_from = zero_engine_backend_from(g->engine);
 	r->workers = zero_engine_workers(g->engine);
@@ -399,6 +425,7 @@ void zero_guest_report(struct zero_guest *g, struct zero_guest_report *r)
 		r->demand.faults = d->faults;
 		r->demand.pages = d->pages;
 		r->demand.scrubbed_pages = d->scrubbed_pages;
+		r->demand.ahead_pages = d->ahead_pages;
 		r->demand.p50_us = zero_demand_latency(&g->demand, 0.5);
 		r->demand.p99_us = zero_demand_latency(&g->demand, 0.99);
 		r->demand.max_us = zero_demand_latency(&g->demand, 1.0);
@@ -425,9 +452,10 @@ void zero_guest_close(struct zero_guest *g)
 {
 	if (!g)
 		return;
+	/* Workers first: a job still settling writes the demand eventfd. */
+	zero_engine_destroy(g->engine);
 	if (g->demand_open)
 		zero_demand_close(&g->demand);
-	zero_engine_destroy(g->engine);
 	zero_mem_destroy(g->mem);
 	free(g);
 }

@@ -49,11 +49,15 @@ struct zero_guest_layout {
 struct zero_guest_report {
 	const char *mode, *backend;
 	const char *backend_from; /* policy, profile, measured or none */
+	/* zero_guest_open(): open, lock, map and classify; the record; the
+	 * backend choice and the workers */
+	double open_memory_ms, open_record_ms, open_engine_ms;
 	unsigned int workers;
 	uint64_t chunk;
 	struct zero_prezero_report prezero; /* before the first vCPU */
 	struct {
 		uint64_t faults, pages, scrubbed_pages, bytes;
+		uint64_t ahead_pages; /* hybrid: mapped as background ended */
 		double p50_us, p99_us, max_us;
 		uint64_t busy_faults;
 		double busy_p50_us, busy_p99_us, busy_max_us;
@@ -120,8 +124,18 @@ int zero_guest_serve(struct zero_guest *g) __attribute__((warn_unused_result));
 /* Hybrid progress on stderr (a terminal, not quiet); for timers. */
 void zero_guest_progress(struct zero_guest *g);
 
-/* Stops all work within one chunk; any thread, any time. */
+/*
+ * Stops all work within one chunk; any thread, any time. It stays
+ * cancelled (work started later stops at once) until zero_guest_rearm().
+ */
 void zero_guest_cancel(struct zero_guest *g);
+
+/*
+ * After the run has stopped: lets zero_guest_exit() work again, so a
+ * signal that ended the run does not also cancel on_exit. Call it before
+ * listening for the next signal, which then cancels on_exit.
+ */
+void zero_guest_rearm(struct zero_guest *g);
 
 /*
  * The run is over: the workers stop, and every fault still pending or

@@ -140,8 +140,18 @@ static int lock_pool(int fd, const char *path, char *err, size_t len)
 {
 	long pid;
 
-	if (!flock(fd, LOCK_EX | LOCK_NB))
-		return 0;
+	/*
+	 * A moment's retry: another launch's pre-flight probe holds the
+	 * lock for microseconds and must not refuse this one. A launch that
+	 * runs holds it for good, and is refused within 50 ms.
+	 */
+	for (int tries = 0;; tries++) {
+		if (!flock(fd, LOCK_EX | LOCK_NB))
+			return 0;
+		if (errno != EWOULDBLOCK || tries == 10)
+			break;
+		usleep(5000);
+	}
 	if (errno != EWOULDBLOCK) {
 		int e = errno;
 
@@ -167,7 +177,8 @@ static int lock_pool(int fd, const char *path, char *err, size_t len)
  * is allocated; zero_mem_create() takes the lock for real). */
 static int probe_pool_lock(const char *path, char *err, size_t len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW), ret;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK),
+	    ret;
 
 	if (fd < 0)
 		return 0;
@@ -326,6 +337,17 @@ static int open_backing(const struct zero_mem_opts *o, struct zero_mem *m,
 		return e;
 	if (fstat(m->fd, &st))
 		goto err_errno;
+	/*
+	 * An empty file holding nothing is a pool whose creator lost the
+	 * race for the lock, or died before sizing it: under the lock it is
+	 * ours to make, not an obstacle left for ever.
+	 */
+	if (S_ISREG(st.st_mode) && !st.st_size && !st.st_blocks) {
+		if (ftruncate(m->fd, (off_t)o->bytes))
+			goto err_errno;
+		m->created = true;
+		return 0;
+	}
 	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != o->bytes) {
 		snprintf(err, len, "--pool %s is not a pool file of %llu bytes",
 			 o->pool_path, (unsigned long long)o->bytes);
@@ -377,7 +399,7 @@ int zero_mem_create(const struct zero_mem_opts *o, struct zero_mem **out,
 		 * is registered for MISSING and MINOR faults, so the guest
 		 * reaches no page, hole or not, without zvmm (DESIGN.md 3).
 		 */
-		if (!fstat(m->fd, &st) && st.st_blocks)
+		if (fstat(m->fd, &st) || st.st_blocks)
 			initial = ZP_DIRTY;
 	}
 	/* Shared mappings reserve the file's hugepages now, so a shortage
@@ -434,7 +456,7 @@ uint64_t zero_mem_allocated_pages(const struct zero_mem *m)
 	struct stat st;
 
 	if (fstat(m->fd, &st))
-		return m->nr_pages; /* unknown: assume all */
+		return UINT64_MAX; /* unknown: more than any count, trust none */
 	/* hugetlbfs accounts allocated pages in st_blocks. */
 	return (uint64_t)st.st_blocks * 512 / m->page_bytes;
 }

@@ -60,6 +60,9 @@ struct zero_pool {
 	/* Demand pages settled since the last zero_pool_pop_done(). */
 	int notify_fd; /* eventfd written per settled page, -1: none */
 	uint64_t *done_q;
+	/* With ahead: background pages settled ZERO, for mapping ahead. */
+	uint64_t *ahead_q;
+	uint64_t ahead_head, ahead_len;
 	uint64_t done_head, done_len;
 };
 
@@ -132,6 +135,18 @@ static void notify_locked(struct zero_pool *pool, uint64_t page)
 	}
 }
 
+/* Queues a background page that became ZERO, so it can be mapped ahead. */
+static void ahead_locked(struct zero_pool *pool, uint64_t page)
+{
+	uint64_t one = 1;
+
+	pool->ahead_q[(pool->ahead_head + pool->ahead_len++) %
+		      pool->cfg.nr_pages] = page;
+	if (write(pool->notify_fd, &one, sizeof(one)) < 0) {
+		/* the counter saturates only after 2^64 - 1 pages */
+	}
+}
+
 /*
  * Settles a job no worker holds: ZERO when every chunk is done, back to
  * DIRTY when cancelled before that (part of it may hold data).
@@ -153,6 +168,9 @@ static void settle_locked(struct zero_pool *pool, struct job *job)
 		pool->error = ret;
 	if (job->demand)
 		notify_locked(pool, job->page);
+	else if (!ret && pool->ahead_q && job->done_chunks == job->nr_chunks &&
+		 pool->ahead_len < pool->cfg.nr_pages)
+		ahead_locked(pool, job->page);
 	unlink_job(pool, job);
 	pthread_cond_broadcast(&pool->done);
 }
@@ -353,6 +371,7 @@ static void pool_free(struct zero_pool *pool)
 	free(pool->args);
 	free(pool->threads);
 	free(pool->done_q);
+	free(pool->ahead_q);
 	free(pool);
 }
 
@@ -542,20 +561,42 @@ int zero_pool_demand_async(struct zero_pool *pool, uint64_t page)
 	return ret;
 }
 
-int zero_pool_set_notify(struct zero_pool *pool, int fd)
+int zero_pool_set_notify(struct zero_pool *pool, int fd, bool ahead)
 {
-	uint64_t *q =
-		calloc(pool->cfg.nr_pages ? pool->cfg.nr_pages : 1, sizeof(*q));
+	size_t n = pool->cfg.nr_pages ? pool->cfg.nr_pages : 1;
+	uint64_t *q = calloc(n, sizeof(*q));
+	uint64_t *a = ahead ? calloc(n, sizeof(*a)) : NULL;
 
-	if (!q)
+	if (!q || (ahead && !a)) {
+		free(q);
+		free(a);
 		return -ENOMEM;
+	}
 	pthread_mutex_lock(&pool->lock);
 	free(pool->done_q);
+	free(pool->ahead_q);
 	pool->done_q = q;
+	pool->ahead_q = a;
 	pool->done_head = pool->done_len = 0;
+	pool->ahead_head = pool->ahead_len = 0;
 	pool->notify_fd = fd;
 	pthread_mutex_unlock(&pool->lock);
 	return 0;
+}
+
+unsigned int zero_pool_pop_ahead(struct zero_pool *pool, uint64_t *pages,
+				 unsigned int max)
+{
+	unsigned int n = 0;
+
+	pthread_mutex_lock(&pool->lock);
+	while (n < max && pool->ahead_len) {
+		pages[n++] = pool->ahead_q[pool->ahead_head];
+		pool->ahead_head = (pool->ahead_head + 1) % pool->cfg.nr_pages;
+		pool->ahead_len--;
+	}
+	pthread_mutex_unlock(&pool->lock);
+	return n;
 }
 
 unsigned int zero_pool_pop_done(struct zero_pool *pool, uint64_t *pages,

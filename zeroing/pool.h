@@ -89,10 +89,16 @@ int zero_pool_demand_async(struct zero_pool *pool, uint64_t page)
 
 /*
  * Settled demand pages are queued and @fd (an eventfd) is written once
- * per page. Returns 0 or -ENOMEM.
+ * per page; with @ahead, so are background pages that became ZERO (best
+ * effort: at most one queue of them, for zero_pool_pop_ahead()). Returns
+ * 0 or -ENOMEM.
  */
-int zero_pool_set_notify(struct zero_pool *pool, int fd)
+int zero_pool_set_notify(struct zero_pool *pool, int fd, bool ahead)
 	__attribute__((warn_unused_result));
+
+/* Takes up to @max background pages that became ZERO off their queue. */
+unsigned int zero_pool_pop_ahead(struct zero_pool *pool, uint64_t *pages,
+				 unsigned int max);
 
 /* Takes up to @max settled demand pages off the queue. */
 unsigned int zero_pool_pop_done(struct zero_pool *pool, uint64_t *pages,

@@ -8,13 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../lib/file.h"
 #include "../lib/inibuf.h"
 #include "record.h"
 
-#define RECORD_VERSION 1
+#define RECORD_VERSION 2
 /* A record is about 330 bytes; anything much bigger is not one. */
 #define RECORD_MAX_BYTES 65536
 
@@ -55,8 +56,31 @@ static int identity_of(const struct zero_mem *m, struct zero_record *id)
 		.size = (uint64_t)st.st_size,
 		.page_size = m->page_bytes,
 		.pages = m->nr_pages,
+		.mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
+			    (uint64_t)st.st_mtim.tv_nsec,
 	};
 	return 0;
+}
+
+int zero_record_stamp(const struct zero_mem *m)
+{
+	struct timespec t[2] = { { .tv_nsec = UTIME_OMIT } };
+	struct stat st;
+
+	if (fstat(m->fd, &st))
+		return -errno;
+	clock_gettime(CLOCK_REALTIME, &t[1]);
+	/* Strictly later, even twice within one tick of the clock. */
+	if (t[1].tv_sec < st.st_mtim.tv_sec ||
+	    (t[1].tv_sec == st.st_mtim.tv_sec &&
+	     t[1].tv_nsec <= st.st_mtim.tv_nsec)) {
+		t[1] = st.st_mtim;
+		if (++t[1].tv_nsec == 1000000000) {
+			t[1].tv_sec++;
+			t[1].tv_nsec = 0;
+		}
+	}
+	return futimens(m->fd, t) ? -errno : 0;
 }
 
 /* FNV-1a over the fields: an edit or a cut shows, a forgery is not the
@@ -101,9 +125,10 @@ int zero_record_format(const struct zero_record *r, char *buf, size_t len)
 		"[pool]\nversion = %" PRIu64 "\ndevice = %" PRIu64
 		"\ninode = %" PRIu64 "\nsize = %" PRIu64
 		"\npage_size = %" PRIu64 "\npages = %" PRIu64
-		"\nstate = zero\nchecksum = %016" PRIx64 "\n",
+		"\nmtime_ns = %" PRIu64 "\nstate = zero\nchecksum = %016" PRIx64
+		"\n",
 		r->version, r->device, r->inode, r->size, r->page_size,
-		r->pages, checksum(r));
+		r->pages, r->mtime_ns, checksum(r));
 }
 
 int zero_record_write(const struct zero_mem *m)
@@ -117,6 +142,8 @@ int zero_record_write(const struct zero_mem *m)
 		if (zero_page_get(m->pages, i) != ZP_ZERO)
 			return -EINVAL;
 	ret = zero_record_path(m, path, sizeof(path));
+	if (!ret)
+		ret = zero_record_stamp(m);
 	if (!ret)
 		ret = identity_of(m, &id);
 	if (!ret)
@@ -159,7 +186,8 @@ static int on_key(void *user, const char *section, const char *name,
 		  const char *value)
 {
 	static const char *const keys[] = { "version", "device",    "inode",
-					    "size",    "page_size", "pages" };
+					    "size",    "page_size", "pages",
+					    "mtime_ns" };
 	struct parsed *p = user;
 	uint64_t *f = &p->id.version;
 
@@ -167,14 +195,14 @@ static int on_key(void *user, const char *section, const char *name,
 		return 0;
 	if (!strcmp(name, "state")) {
 		p->zero = !strcmp(value, "zero");
-		p->seen |= 1u << 6;
+		p->seen |= 1u << 7;
 		return 1;
 	}
 	if (!strcmp(name, "checksum")) {
-		p->seen |= 1u << 7;
+		p->seen |= 1u << 8;
 		return parse_u64(value, 16, &p->sum);
 	}
-	for (unsigned int i = 0; i < 6; i++)
+	for (unsigned int i = 0; i < 7; i++)
 		if (!strcmp(name, keys[i])) {
 			p->seen |= 1u << i;
 			return parse_u64(value, 10, &f[i]);
@@ -189,7 +217,7 @@ int zero_record_parse(const char *text, size_t len, struct zero_record *r)
 	int line;
 
 	line = inibuf_parse(text, len, on_key, &p, &too_long);
-	if (line || p.seen != 0xff || !p.zero)
+	if (line || p.seen != 0x1ff || !p.zero)
 		return -EINVAL;
 	if (p.sum != checksum(&p.id))
 		return -EBADMSG;

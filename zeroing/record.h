@@ -21,6 +21,7 @@
 /* What a record vouches for: the identity of one pool file. */
 struct zero_record {
 	uint64_t version, device, inode, size, page_size, pages;
+	uint64_t mtime_ns; /* the stamp zero_record_stamp() left */
 };
 
 /* Room for any record's text. */
@@ -51,6 +52,17 @@ int zero_record_path(const struct zero_mem *m, char *buf, size_t len)
  * file, fsync, then rename. Returns 0 or a negative errno.
  */
 int zero_record_write(const struct zero_mem *m)
+	__attribute__((warn_unused_result));
+
+/*
+ * Stamps the pool file: its mtime becomes strictly later than it was.
+ * Every launch stamps the pool it opens and the record carries the stamp
+ * it was written after, so a record is valid only until the next launch
+ * opens the pool, whichever state directory that launch reads records
+ * from (a record left in another directory can never be taken for a
+ * pool a tenant used since). Returns 0 or a negative errno.
+ */
+int zero_record_stamp(const struct zero_mem *m)
 	__attribute__((warn_unused_result));
 
 /*
