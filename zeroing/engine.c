@@ -318,8 +318,10 @@ void zero_engine_resume(struct zero_engine *e)
 static void start_pools(struct zero_engine *e, uint64_t rate_limit,
 			bool skip_fresh)
 {
-	for (unsigned int i = 0; i < e->nr_pools; i++)
-		zero_pool_start(e->pool[i], rate_limit, skip_fresh);
+	/* Cancelled before: nothing starts, not even one chunk. */
+	if (!__atomic_load_n(&e->cancel, __ATOMIC_SEQ_CST))
+		for (unsigned int i = 0; i < e->nr_pools; i++)
+			zero_pool_start(e->pool[i], rate_limit, skip_fresh);
 	if (__atomic_load_n(&e->cancel, __ATOMIC_SEQ_CST))
 		for (unsigned int i = 0; i < e->nr_pools; i++)
 			zero_pool_cancel(e->pool[i]);
