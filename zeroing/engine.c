@@ -365,14 +365,22 @@ int zero_engine_set_notify(struct zero_engine *e, int fd, bool ahead)
 	return 0;
 }
 
-unsigned int zero_engine_pop_done(struct zero_engine *e, uint64_t *pages,
-				  unsigned int max)
+/* Up to @max pages from @pop of every pool, in pool order. */
+static unsigned int
+pop_all(struct zero_engine *e, uint64_t *pages, unsigned int max,
+	unsigned int (*pop)(struct zero_pool *, uint64_t *, unsigned int))
 {
 	unsigned int n = 0;
 
 	for (unsigned int i = 0; i < e->nr_pools && n < max; i++)
-		n += zero_pool_pop_done(e->pool[i], pages + n, max - n);
+		n += pop(e->pool[i], pages + n, max - n);
 	return n;
+}
+
+unsigned int zero_engine_pop_done(struct zero_engine *e, uint64_t *pages,
+				  unsigned int max)
+{
+	return pop_all(e, pages, max, zero_pool_pop_done);
 }
 
 int zero_engine_error(struct zero_engine *e)
@@ -435,9 +443,5 @@ const char *zero_engine_backend_from(const struct zero_engine *e)
 unsigned int zero_engine_pop_ahead(struct zero_engine *e, uint64_t *pages,
 				   unsigned int max)
 {
-	unsigned int n = 0;
-
-	for (unsigned int i = 0; i < e->nr_pools && n < max; i++)
-		n += zero_pool_pop_ahead(e->pool[i], pages + n, max - n);
-	return n;
+	return pop_all(e, pages, max, zero_pool_pop_ahead);
 }

@@ -53,6 +53,12 @@ static long read_count(uint64_t page_bytes, const char *file)
 	return v;
 }
 
+/* hugetlbfs accounts allocated pages in st_blocks. */
+static uint64_t held_pages(const struct stat *st, uint64_t page_bytes)
+{
+	return (uint64_t)st->st_blocks * 512 / page_bytes;
+}
+
 int zero_mem_pool_pages(const char *path, uint64_t page_bytes, uint64_t *pages,
 			uint64_t *file_bytes)
 {
@@ -63,8 +69,7 @@ int zero_mem_pool_pages(const char *path, uint64_t page_bytes, uint64_t *pages,
 	if (stat(path, &st))
 		return errno == ENOENT ? 0 : -errno;
 	*file_bytes = (uint64_t)st.st_size;
-	/* hugetlbfs accounts allocated pages in st_blocks. */
-	*pages = (uint64_t)st.st_blocks * 512 / page_bytes;
+	*pages = held_pages(&st, page_bytes);
 	return 0;
 }
 
@@ -457,8 +462,7 @@ uint64_t zero_mem_allocated_pages(const struct zero_mem *m)
 
 	if (fstat(m->fd, &st))
 		return UINT64_MAX; /* unknown: more than any count, trust none */
-	/* hugetlbfs accounts allocated pages in st_blocks. */
-	return (uint64_t)st.st_blocks * 512 / m->page_bytes;
+	return held_pages(&st, m->page_bytes);
 }
 
 int zero_mem_guest_exited(struct zero_mem *m)

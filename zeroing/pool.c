@@ -27,6 +27,12 @@ struct job {
 	struct job *next;
 };
 
+/* A ring of page numbers, one slot per page of the pool. */
+struct page_queue {
+	uint64_t *q; /* NULL: not kept */
+	uint64_t head, len;
+};
+
 struct worker_arg {
 	struct zero_pool *pool;
 	int cpu;
@@ -57,13 +63,9 @@ struct zero_pool {
 	uint64_t seq;
 	struct zero_pool_stats st;
 
-	/* Demand pages settled since the last zero_pool_pop_done(). */
-	int notify_fd; /* eventfd written per settled page, -1: none */
-	uint64_t *done_q;
-	/* With ahead: background pages settled ZERO, for mapping ahead. */
-	uint64_t *ahead_q;
-	uint64_t ahead_head, ahead_len;
-	uint64_t done_head, done_len;
+	int notify_fd; /* eventfd written per queued page, -1: none */
+	struct page_queue settled; /* demand pages settled, for the loop */
+	struct page_queue ahead; /* background pages made ZERO (hybrid) */
 };
 
 static struct job *find_job(struct zero_pool *pool, uint64_t page)
@@ -120,28 +122,15 @@ static void finish_pass_locked(struct zero_pool *pool)
 	}
 }
 
-/* Queues a settled demand page for the event loop and wakes it. */
-static void notify_locked(struct zero_pool *pool, uint64_t page)
+/* Queues @page on @q for the event loop and wakes it. */
+static void queue_locked(struct zero_pool *pool, struct page_queue *q,
+			 uint64_t page)
 {
 	uint64_t one = 1;
 
-	if (pool->notify_fd < 0 || !pool->done_q)
+	if (pool->notify_fd < 0 || !q->q)
 		return;
-	/* Each page is in at most one job, so the queue cannot overflow. */
-	pool->done_q[(pool->done_head + pool->done_len++) % pool->cfg.nr_pages] =
-		page;
-	if (write(pool->notify_fd, &one, sizeof(one)) < 0) {
-		/* the counter saturates only after 2^64 - 1 pages */
-	}
-}
-
-/* Queues a background page that became ZERO, so it can be mapped ahead. */
-static void ahead_locked(struct zero_pool *pool, uint64_t page)
-{
-	uint64_t one = 1;
-
-	pool->ahead_q[(pool->ahead_head + pool->ahead_len++) %
-		      pool->cfg.nr_pages] = page;
+	q->q[(q->head + q->len++) % pool->cfg.nr_pages] = page;
 	if (write(pool->notify_fd, &one, sizeof(one)) < 0) {
 		/* the counter saturates only after 2^64 - 1 pages */
 	}
@@ -166,11 +155,13 @@ static void settle_locked(struct zero_pool *pool, struct job *job)
 		return;
 	if (ret && !pool->error)
 		pool->error = ret;
+	/* Each page is in at most one job: the demand queue cannot
+	 * overflow. The ahead queue is best effort. */
 	if (job->demand)
-		notify_locked(pool, job->page);
-	else if (!ret && pool->ahead_q && job->done_chunks == job->nr_chunks &&
-		 pool->ahead_len < pool->cfg.nr_pages)
-		ahead_locked(pool, job->page);
+		queue_locked(pool, &pool->settled, job->page);
+	else if (!ret && job->done_chunks == job->nr_chunks &&
+		 pool->ahead.len < pool->cfg.nr_pages)
+		queue_locked(pool, &pool->ahead, job->page);
 	unlink_job(pool, job);
 	pthread_cond_broadcast(&pool->done);
 }
@@ -370,8 +361,8 @@ static void pool_free(struct zero_pool *pool)
 	pthread_mutex_destroy(&pool->lock);
 	free(pool->args);
 	free(pool->threads);
-	free(pool->done_q);
-	free(pool->ahead_q);
+	free(pool->settled.q);
+	free(pool->ahead.q);
 	free(pool);
 }
 
@@ -573,45 +564,40 @@ int zero_pool_set_notify(struct zero_pool *pool, int fd, bool ahead)
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&pool->lock);
-	free(pool->done_q);
-	free(pool->ahead_q);
-	pool->done_q = q;
-	pool->ahead_q = a;
-	pool->done_head = pool->done_len = 0;
-	pool->ahead_head = pool->ahead_len = 0;
+	free(pool->settled.q);
+	free(pool->ahead.q);
+	pool->settled = (struct page_queue){ .q = q };
+	pool->ahead = (struct page_queue){ .q = a };
 	pool->notify_fd = fd;
 	pthread_mutex_unlock(&pool->lock);
 	return 0;
 }
 
-unsigned int zero_pool_pop_ahead(struct zero_pool *pool, uint64_t *pages,
-				 unsigned int max)
+static unsigned int pop(struct zero_pool *pool, struct page_queue *q,
+			uint64_t *pages, unsigned int max)
 {
 	unsigned int n = 0;
 
 	pthread_mutex_lock(&pool->lock);
-	while (n < max && pool->ahead_len) {
-		pages[n++] = pool->ahead_q[pool->ahead_head];
-		pool->ahead_head = (pool->ahead_head + 1) % pool->cfg.nr_pages;
-		pool->ahead_len--;
+	while (n < max && q->len) {
+		pages[n++] = q->q[q->head];
+		q->head = (q->head + 1) % pool->cfg.nr_pages;
+		q->len--;
 	}
 	pthread_mutex_unlock(&pool->lock);
 	return n;
 }
 
+unsigned int zero_pool_pop_ahead(struct zero_pool *pool, uint64_t *pages,
+				 unsigned int max)
+{
+	return pop(pool, &pool->ahead, pages, max);
+}
+
 unsigned int zero_pool_pop_done(struct zero_pool *pool, uint64_t *pages,
 				unsigned int max)
 {
-	unsigned int n = 0;
-
-	pthread_mutex_lock(&pool->lock);
-	while (n < max && pool->done_len) {
-		pages[n++] = pool->done_q[pool->done_head];
-		pool->done_head = (pool->done_head + 1) % pool->cfg.nr_pages;
-		pool->done_len--;
-	}
-	pthread_mutex_unlock(&pool->lock);
-	return n;
+	return pop(pool, &pool->settled, pages, max);
 }
 
 int zero_pool_error(struct zero_pool *pool)
