@@ -396,7 +396,9 @@ int zero_engine_error(struct zero_engine *e)
 
 void zero_engine_quiesce(struct zero_engine *e)
 {
-	zero_engine_cancel(e);
+	/* The pools only: stopping is not a cancel that outlives the stop. */
+	for (unsigned int i = 0; i < e->nr_pools; i++)
+		zero_pool_cancel(e->pool[i]);
 	for (unsigned int i = 0; i < e->nr_pools; i++)
 		(void)!zero_pool_wait(e->pool[i], NULL, NULL);
 }

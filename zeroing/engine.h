@@ -119,7 +119,10 @@ void zero_engine_progress(void *engine);
 /* The first error a worker met since the last start, or 0. */
 int zero_engine_error(struct zero_engine *e);
 
-/* Cancels all work and waits until no page is ZEROING. */
+/*
+ * Stops the work in hand and waits until no page is ZEROING; later work
+ * may start again (unlike zero_engine_cancel()).
+ */
 void zero_engine_quiesce(struct zero_engine *e);
 
 /* Sums the pools' statistics. */
