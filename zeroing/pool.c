@@ -88,16 +88,24 @@ static void unlink_job(struct zero_pool *pool, struct job *job)
 	free(job);
 }
 
-/* Takes a DIRTY or FRESH page into ZEROING with a job for it. */
+/*
+ * Takes a DIRTY or FRESH page into ZEROING with a job for it. Returns the
+ * job, or NULL with *err: -ENOMEM, or -EAGAIN when the page left @from
+ * meanwhile (a page is moved outside the pool's lock too: mapped into
+ * the guest, say), which is no failure: the caller looks again.
+ */
 static struct job *new_job_locked(struct zero_pool *pool, uint64_t page,
-				  enum zero_page_state from, bool demand)
+				  enum zero_page_state from, bool demand,
+				  int *err)
 {
 	uint64_t pb = pool->cfg.mem->page_bytes;
 	struct job *j = calloc(1, sizeof(*j));
 
+	*err = -ENOMEM;
 	if (!j)
 		return NULL;
-	if (zero_page_move(pool->cfg.mem->pages, page, from, ZP_ZEROING)) {
+	*err = zero_page_move(pool->cfg.mem->pages, page, from, ZP_ZEROING);
+	if (*err) {
 		free(j);
 		return NULL;
 	}
@@ -198,6 +206,7 @@ static struct job *pick_locked(struct zero_pool *pool)
 {
 	struct zero_pages *pages = pool->cfg.mem->pages;
 	struct job *best = NULL, *j;
+	int err;
 
 	if (pool->cancelled)
 		return NULL;
@@ -217,9 +226,11 @@ static struct job *pick_locked(struct zero_pool *pool)
 
 		if (s != ZP_DIRTY && (s != ZP_FRESH || pool->skip_fresh))
 			continue;
-		j = new_job_locked(pool, p, s, false);
+		j = new_job_locked(pool, p, s, false, &err);
+		if (!j && err == -EAGAIN)
+			continue; /* no longer ours to clear */
 		if (!j) {
-			fail_locked(pool, -ENOMEM);
+			fail_locked(pool, err);
 			return NULL;
 		}
 		pool->bg_job = j;
@@ -513,8 +524,9 @@ static int demand_locked(struct zero_pool *pool, uint64_t page, bool *counted)
 		}
 		return 1;
 	}
-	if (!new_job_locked(pool, page, s, true))
-		return -ENOMEM;
+	if (!new_job_locked(pool, page, s, true, &ret))
+		return ret == -EAGAIN ? demand_locked(pool, page, counted) :
+					ret;
 	pthread_cond_broadcast(&pool->work);
 	return 1;
 }
