@@ -165,9 +165,13 @@ static int set_key(struct zero_policy *p, const char *section, const char *key,
 		if (!strcmp(key, "backend")) {
 			ret = pick(backend_names, N(backend_names), v, &i, err,
 				   len);
-			if (!ret)
+			/* Whole buffer: a shorter name after a longer one
+			 * leaves no tail (policies compare whole). */
+			if (!ret) {
+				memset(p->backend, 0, sizeof(p->backend));
 				snprintf(p->backend, sizeof(p->backend), "%s",
 					 v);
+			}
 			return ret;
 		}
 		if (!strcmp(key, "workers")) {
