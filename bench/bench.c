@@ -268,6 +268,73 @@ static const struct bench_result *find_w(const struct bench *bn,
 	return NULL;
 }
 
+/* limit:write at @threads, 0 when not measured. */
+static double limit_of(const struct bench *bn, unsigned int threads)
+{
+	for (unsigned int i = 0; i < bn->nr; i++)
+		if (!strcmp(bn->res[i].method, "limit:write") &&
+		    bn->res[i].threads == threads)
+			return bn->res[i].gbps;
+	return 0;
+}
+
+static const char *verdict(bool met)
+{
+	return met ? "met" : "MISSED";
+}
+
+/*
+ * The targets the engine is held to, each a ratio of this run: 2 MiB
+ * pages scrub as fast as 1 GiB pages (>= 0.95, both at 2M chunks, every
+ * worker), and the engine's scrub against the write ceiling (>= 0.9);
+ * its demand rate against the ceiling beside them.
+ */
+static void print_targets(struct bench *bn, FILE *f)
+{
+	static const uint64_t pages[] = { SZ_2M, SZ_1G };
+	const struct bench_result *a, *b;
+	unsigned int w = 0;
+	double lim;
+
+	for (unsigned int i = 0; i < bn->nr; i++)
+		if (!strcmp(bn->res[i].method, "pool:prezero") &&
+		    bn->res[i].threads > w)
+			w = bn->res[i].threads;
+	if (!w)
+		return;
+	a = find_w(bn, "pool:prezero", SZ_2M, SZ_2M, w);
+	b = find_w(bn, "pool:prezero", SZ_1G, SZ_2M, w);
+	if (a && b)
+		fprintf(f,
+			"target: pool:prezero 2M pages / 1G pages, 2M chunks, %u workers: %.1f / %.1f GB/s = %.2f (>= 0.95: %s)\n",
+			w, a->gbps, b->gbps, a->gbps / b->gbps,
+			verdict(a->gbps / b->gbps >= 0.95));
+	lim = limit_of(bn, w);
+	if (lim <= 0)
+		return;
+	for (unsigned int p = 0; p < 2; p++) {
+		a = find_w(bn, "pool:prezero", pages[p], SZ_2M, w);
+		if (a)
+			fprintf(f,
+				"target: pool:prezero %s pages / limit:write, %u workers: %.1f / %.1f GB/s = %.2f (>= 0.9: %s)\n",
+				pages[p] == SZ_1G ? "1G" : "2M", w, a->gbps,
+				lim, a->gbps / lim,
+				verdict(a->gbps / lim >= 0.9));
+	}
+	for (unsigned int p = 0; p < 2; p++) {
+		for (unsigned int i = 0; i < bn->nr; i++) {
+			a = &bn->res[i];
+			if (strcmp(a->method, "pool:demand") ||
+			    a->page_bytes != pages[p] || a->threads != w)
+				continue;
+			fprintf(f,
+				"pool:demand %s pages / limit:write, %u workers: %.1f / %.1f GB/s = %.2f (one page at a time, as a faulting vCPU asks)\n",
+				pages[p] == SZ_1G ? "1G" : "2M", w, a->gbps,
+				lim, a->gbps / lim);
+		}
+	}
+}
+
 /* The engine's targets: bounded chunks cost nothing, scrubbing a warm
  * pool beats the kernel populating fresh pages, and how workers scale. */
 static void print_pool_summary(struct bench *bn, FILE *f)
@@ -335,22 +402,30 @@ static void print_table(struct bench *bn)
 		"region: %s on %s, written once before timing (warm); %u repetitions; median GB/s (1 GB = 1e9 bytes)\n\n",
 		size_format(bn->region_bytes, sz, sizeof(sz)), bn->backing,
 		bn->o->reps);
-	fprintf(f, "%-20s %5s %6s %3s %8s  %-17s %-8s %s\n", "method", "page",
-		"extent", "thr", "GB/s", "(min - max)", "x kernel", "backend");
-	fprintf(f, "%-20s %5s %6s %3s %8s  %-17s %-8s\n", "", "", "", "", "",
-		"", "demand 2M");
+	fprintf(f, "%-20s %5s %6s %3s %8s  %-17s %-9s %-7s %s\n", "method",
+		"page", "extent", "thr", "GB/s", "(min - max)", "x kernel",
+		"x limit", "backend");
+	fprintf(f, "%-20s %5s %6s %3s %8s  %-17s %-9s %-7s\n", "", "", "", "",
+		"", "", "demand 2M", "write");
 	for (unsigned int i = 0; i < bn->nr; i++) {
-		char range[32], ratio[16] = "n/a";
+		char range[32], ratio[16] = "n/a", of_limit[16] = "n/a";
+		double lim;
 
 		r = &bn->res[i];
+		lim = limit_of(bn, r->threads);
 		snprintf(range, sizeof(range), "(%.1f - %.1f)", r->gbps_min,
 			 r->gbps_max);
 		if (ref > 0)
 			snprintf(ratio, sizeof(ratio), "%.2f", r->gbps / ref);
-		fprintf(f, "%-20s %5s %6s %3u %8.1f  %-17s %8s %s\n", r->method,
+		if (lim > 0)
+			snprintf(of_limit, sizeof(of_limit), "%.2f",
+				 r->gbps / lim);
+		fprintf(f, "%-20s %5s %6s %3u %8.1f  %-17s %9s %7s %s\n",
+			r->method,
 			size_label(r->page_bytes, page, sizeof(page)),
 			size_label(r->extent_bytes, ext, sizeof(ext)),
-			r->threads, r->gbps, range, ratio, r->backend);
+			r->threads, r->gbps, range, ratio, of_limit,
+			r->backend);
 		if (!strncmp(r->method, "backend:", 8) &&
 		    r->extent_bytes == SZ_2M && (!best || r->gbps > best->gbps))
 			best = r;
@@ -374,6 +449,7 @@ static void print_table(struct bench *bn)
 				best->method, b1g->gbps, b1g->gbps / top, top);
 	}
 	print_pool_summary(bn, f);
+	print_targets(bn, f);
 }
 
 static void json_str(FILE *f, const char *s)
@@ -423,6 +499,9 @@ static int write_json(struct bench *bn)
 		if (ref > 0)
 			fprintf(f, ", \"ratio_kernel_demand_2m\": %.3f",
 				r->gbps / ref);
+		if (limit_of(bn, r->threads) > 0)
+			fprintf(f, ", \"ratio_limit_write\": %.3f",
+				r->gbps / limit_of(bn, r->threads));
 		fprintf(f, " }");
 	}
 	fprintf(f, "\n  ] }\n");
@@ -556,6 +635,7 @@ int bench_run(const struct bench_opts *o)
 {
 	struct sigaction sa = { .sa_handler = bench_on_signal }, old_int,
 			 old_term;
+	unsigned int w[BENCH_MAX_THREADS];
 	struct bench *bn;
 	int ret;
 
@@ -576,7 +656,8 @@ int bench_run(const struct bench_opts *o)
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
 	bn->progress = !o->quiet && isatty(STDERR_FILENO);
-	bn->steps = 4 + bn->nsel * BENCH_NR_EXTENTS + bench_pool_steps(SZ_2M) +
+	bn->steps = 4 + bn->nsel * BENCH_NR_EXTENTS +
+		    bench_worker_counts(w, NULL) + bench_pool_steps(SZ_2M) +
 		    (o->size % SZ_1G ? 0 : bench_pool_steps(SZ_1G));
 
 	/* Each page size's pool rows use the pages its kernel rows hold. */
@@ -596,6 +677,8 @@ int bench_run(const struct bench_opts *o)
 	}
 	if (!ret)
 		ret = bench_backends(bn);
+	if (!ret)
+		ret = bench_limit(bn);
 	if (bench_stop)
 		ret = -EINTR;
 	progress_done(bn);

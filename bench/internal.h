@@ -12,6 +12,9 @@
 #include "bench.h"
 #include "plot.h"
 
+/* Threads of one row at most: workers, or limit:write's writers. */
+#define BENCH_MAX_THREADS 64
+
 /* One run of `zvmm bench`, shared by its parts (bench.c, pool.c). */
 struct bench {
 	const struct bench_opts *o;
@@ -51,5 +54,19 @@ int bench_pool(struct bench *bn, uint64_t page);
 
 /* Progress steps bench_pool() takes for @page. */
 unsigned int bench_pool_steps(uint64_t page);
+
+/*
+ * Thread counts of the pool and limit rows (1, 2, 4, ... and the number
+ * of physical cores of the first node) in @w; returns how many. @cpus,
+ * when not NULL, gets a CPU per physical core (-1: unknown).
+ */
+unsigned int bench_worker_counts(unsigned int *w, int *cpus);
+
+/*
+ * limit:write rows: the fastest backend of the backend rows, one thread
+ * per physical core each clearing its own warm extent of the region,
+ * at each thread count. Returns 0, -EINTR or a thread error.
+ */
+int bench_limit(struct bench *bn);
 
 #endif

@@ -4,7 +4,7 @@
 
 #include <stdint.h>
 
-#define BENCH_MAX_RESULTS 128
+#define BENCH_MAX_RESULTS 256
 
 /* One row of the table: a method at one page and extent size. */
 struct bench_result {

@@ -19,15 +19,24 @@ static const uint64_t pool_chunks[] = {
 };
 #define NR_CHUNKS (sizeof(pool_chunks) / sizeof(pool_chunks[0]))
 
-/* 1, 2, 4, ... up to the number of physical cores, and that number. */
-static unsigned int worker_counts(unsigned int *w)
+/*
+ * 1, 2, 4, ... up to the number of physical cores of the first node, and
+ * that number, in @w; @cpus, when given, gets one CPU per physical core
+ * (or -1: not pinned) for threads of the bench's own.
+ */
+unsigned int bench_worker_counts(unsigned int *w, int *cpus)
 {
 	struct zero_topo t;
 	unsigned int n = 0, max = 1;
+	bool known = !zero_topo_detect(&t) && t.node[0].nr_cores;
 
-	if (!zero_topo_detect(&t))
-		max = t.node[0].nr_cores ? t.node[0].nr_cores : 1;
-	for (unsigned int k = 1; k < max && n < 15; k *= 2)
+	if (known)
+		max = t.node[0].nr_cores;
+	if (max > BENCH_MAX_THREADS)
+		max = BENCH_MAX_THREADS;
+	for (unsigned int k = 0; cpus && k < max; k++)
+		cpus[k] = known ? t.node[0].cores[k] : -1;
+	for (unsigned int k = 1; k < max; k *= 2)
 		w[n++] = k;
 	w[n++] = max;
 	return n;
@@ -35,11 +44,13 @@ static unsigned int worker_counts(unsigned int *w)
 
 unsigned int bench_pool_steps(uint64_t page)
 {
-	unsigned int w[16], nw = worker_counts(w), nc = 0;
+	unsigned int w[BENCH_MAX_THREADS], nw = bench_worker_counts(w, NULL),
+					   nc = 0;
 
 	for (unsigned int c = 0; c < NR_CHUNKS; c++)
 		nc += pool_chunks[c] <= page;
-	return nw * (nc + 1);
+	/* prezero at each chunk, demand, populate */
+	return nw * (nc + 2);
 }
 
 static int make_engine(struct zero_mem *m, const char *backend,
@@ -116,6 +127,57 @@ static int populate_rows(struct bench *bn, uint64_t page, const unsigned int *w,
 	return ret;
 }
 
+/*
+ * pool:demand: one thread asks for every page of a poisoned pool in
+ * turn and waits for it, as a vCPU faulting through the pages would;
+ * the workers clear each page in chunks of the size the engine picks
+ * for itself. No userfaultfd in the way: this is the engine's part of
+ * a demand fault (`make bench-demand` measures the whole fault).
+ */
+static int demand_rows(struct bench *bn, struct zero_mem *m,
+		       const unsigned int *w, unsigned int nw)
+{
+	enum zero_backend_source from;
+	const struct zero_backend *b;
+	struct zero_engine *e;
+	uint64_t chunk;
+	double t[64], gbps, t0;
+	int ret;
+
+	ret = zero_backend_auto(SZ_2M, NULL, false, NULL, 0, &b, &gbps, &from);
+	if (ret)
+		return ret;
+	chunk = zero_chunk_auto(gbps, m->page_bytes);
+	for (unsigned int k = 0; k < nw && !ret; k++) {
+		bn->step++;
+		ret = make_engine(m, b->name, w[k], chunk, &e);
+		for (unsigned int r = 0; r < bn->o->reps && !ret; r++) {
+			if (bench_stop) {
+				ret = -EINTR;
+				break;
+			}
+			bench_progress(bn, "pool:demand", m->page_bytes, r + 1);
+			ret = make_dirty(m);
+			t0 = zero_now();
+			for (uint64_t p = 0; p < m->nr_pages && !ret; p++)
+				ret = zero_engine_demand(e, p);
+			t[r] = zero_now() - t0;
+			if (!ret &&
+			    zero_pages_count(m->pages, ZP_ZERO) != m->nr_pages)
+				ret = -EIO;
+		}
+		zero_engine_destroy(e);
+		if (!ret) {
+			bench_record(bn, "pool:demand", m->page_bytes, chunk,
+				     m->bytes, t);
+			bn->res[bn->nr - 1].threads = w[k];
+			snprintf(bn->res[bn->nr - 1].backend,
+				 sizeof(bn->res[0].backend), "%s", b->name);
+		}
+	}
+	return ret;
+}
+
 static int prezero_rows(struct bench *bn, uint64_t page, const unsigned int *w,
 			unsigned int nw)
 {
@@ -171,13 +233,15 @@ static int prezero_rows(struct bench *bn, uint64_t page, const unsigned int *w,
 			}
 		}
 	}
+	if (!ret)
+		ret = demand_rows(bn, m, w, nw);
 	zero_mem_destroy(m);
 	return ret;
 }
 
 int bench_pool(struct bench *bn, uint64_t page)
 {
-	unsigned int w[16], nw = worker_counts(w);
+	unsigned int w[BENCH_MAX_THREADS], nw = bench_worker_counts(w, NULL);
 	int ret;
 
 	ret = prezero_rows(bn, page, w, nw);

@@ -151,6 +151,7 @@ static void queue_locked(struct zero_pool *pool, struct page_queue *q,
 static void settle_locked(struct zero_pool *pool, struct job *job)
 {
 	struct zero_pages *pages = pool->cfg.mem->pages;
+	bool wake = false;
 	int ret;
 
 	if (job->inflight)
@@ -170,8 +171,17 @@ static void settle_locked(struct zero_pool *pool, struct job *job)
 	else if (!ret && job->done_chunks == job->nr_chunks &&
 		 pool->ahead.len < pool->cfg.nr_pages)
 		queue_locked(pool, &pool->ahead, job->page);
+	/*
+	 * Only a vCPU waiting for this page (its job is a demand job) and
+	 * zero_pool_wait() for the last job of a pass that is over (ended
+	 * or cancelled) sleep on done. Waking the
+	 * waiter of a prezero pass per background page cost ~10 us a page
+	 * (2 MiB pages, 1 worker: 62 against 88 GB/s on 1 GiB pages).
+	 */
+	wake = job->demand;
 	unlink_job(pool, job);
-	pthread_cond_broadcast(&pool->done);
+	if (wake || (!pool->jobs && !pool->bg_active))
+		pthread_cond_broadcast(&pool->done);
 }
 
 static void cancel_locked(struct zero_pool *pool)
