@@ -14,7 +14,10 @@
 #  3. demand-fault latency against chunk size while hybrid background
 #     work runs (the guest touches top down, background clears bottom
 #     up), with the background's own throughput;
-#  4. zvmm's own time and RSS at the largest size.
+#  4. zvmm's own time and RSS at the largest size, and its launch phases
+#     apart from the kernel's memslot creation;
+#  5. with 1 GiB pages, the first and the second launch of a user with no
+#     calibration profile (PROFILE_GIB, a poisoned pool, backend = auto).
 #
 # zvmm runs with a calibration profile (`zvmm calibrate`, into a cache
 # directory of the suite's own), as a deployment would.
@@ -27,7 +30,7 @@
 #
 # Usage (root): bench/suite.sh [--smoke]   (make bench-suite, make
 # bench-smoke). Environment: OUT, SIZES, PAGES, REPS, CHUNKS, CHUNK_GIB,
-# BENCH_SIZE, ZVMM, ELF, POISON.
+# PROFILE_GIB, BENCH_SIZE, ZVMM, ELF, POISON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,6 +59,7 @@ if [ "$SMOKE" = 1 ]; then
 	REPS=${REPS:-1}
 	CHUNKS=${CHUNKS:-"256K 2M"}
 	CHUNK_GIB=${CHUNK_GIB:-1}
+	PROFILE_GIB=${PROFILE_GIB:-1}
 	BENCH_SIZE=${BENCH_SIZE:-256M}
 else
 	OUT=${OUT:-bench/results}
@@ -66,6 +70,7 @@ else
 	REPS=${REPS:-5}
 	CHUNKS=${CHUNKS:-"256K 2M 8M 64M"}
 	CHUNK_GIB=${CHUNK_GIB:-16}
+	PROFILE_GIB=${PROFILE_GIB:-6}
 	BENCH_SIZE=${BENCH_SIZE:-4G}
 fi
 CMDLINE="stride=2M verify=1"
@@ -109,7 +114,7 @@ cleanup() {
 	rm -f "$MNT/pool" "$J" 2>/dev/null
 	umount "$MNT" 2>/dev/null
 	rmdir "$MNT" 2>/dev/null
-	rm -rf "$ZVMM_STATE_DIR" "$ZVMM_CACHE_DIR"
+	rm -rf "$ZVMM_STATE_DIR" "$ZVMM_CACHE_DIR" "$MNT.cold"
 	for f in "${!saved[@]}"; do echo "${saved[$f]}" >"$f"; done
 	[ -t 2 ] && printf '\r\033[K' >&2
 	return 0
@@ -213,6 +218,14 @@ record() {
 			"$(awk -v u="$(jget process user_s)" -v s="$(jget process sys_s)" 'BEGIN {print u + s}')"
 		sample launch "$1" "$2" "$3" - "$4" prezero_gbps "$(jget prezero gbps)"
 		sample launch "$1" "$2" "$3" - "$4" faults "$(jget demand faults)"
+		# Launch phases: zvmm's own (every phase but the memslots)
+		# and the kernel's memslot creation, apart.
+		phases=$(grep -o '"phases_ms": {[^}]*}' "$J" | head -1)
+		sample launch "$1" "$2" "$3" - "$4" own_phases_ms \
+			"$(grep -o '"[a-z_]*": [0-9.]*' <<<"$phases" |
+				awk -F': ' '$1 != "\"kvm_memslots\"" { s += $2 } END { if (NR) print s }')"
+		sample launch "$1" "$2" "$3" - "$4" memslots_ms "$(jget launch kvm_memslots)"
+		sample launch "$1" "$2" "$3" - "$4" engine_ms "$(jget launch engine)"
 		;;
 	esac
 }
@@ -294,6 +307,7 @@ NP=$(count "$PAGES")
 NC=0
 for page in $PAGES; do NC=$((NC + $(chunks_for "$page" | wc -l))); done
 TOTAL=$((2 + NP * NS * 7 + NC + 1))
+case " $PAGES " in *" 1G "*) TOTAL=$((TOTAL + 1)) ;; esac
 
 {
 	echo "date	$(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -311,6 +325,7 @@ TOTAL=$((2 + NP * NS * 7 + NC + 1))
 	echo "pages	$PAGES"
 	echo "chunks	$CHUNKS"
 	echo "chunk_gib	$CHUNK_GIB"
+	echo "profile_gib	$PROFILE_GIB"
 	echo "smoke	$SMOKE"
 	echo "cmdline	$CMDLINE"
 } >"$OUT/machine.tsv"
@@ -389,6 +404,24 @@ for page in $PAGES; do
 	done
 	CMDLINE="stride=2M verify=1"
 	rm -f "$MNT/pool"
+	# A user who never ran `zvmm calibrate`: an empty cache directory,
+	# a poisoned pool with no record, backend = auto. The first launch
+	# measures the backends and keeps the profile; the second reads it.
+	if [ "$page" = 1G ]; then
+		gib=$((PROFILE_GIB < need ? PROFILE_GIB : need))
+		progress "$page $gib GiB first and second launch without a profile"
+		for r in $(seq "$REPS"); do
+			rm -rf "$MNT.cold" "$ZVMM_STATE_DIR"/* 2>/dev/null || true
+			child "$POISON" "$MNT/pool" $((gib << 30))
+			for k in first second; do
+				ZVMM_CACHE_DIR=$MNT.cold zvmm_run "$gib" "$page" \
+					hybrid --pool "$MNT/pool" \
+					--set pool.on_exit=scrub
+				record "zvmm-$k-no-profile" "$page" "$gib" "$r"
+			done
+		done
+		rm -rf "$MNT.cold" "$MNT/pool" "$ZVMM_STATE_DIR"/* 2>/dev/null || true
+	fi
 done
 
 progress "report"
