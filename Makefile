@@ -26,7 +26,7 @@ $(error zvmm builds on x86_64 and aarch64 hosts, not $(HOST_ARCH))
 endif
 
 DEB_PACKAGES := gcc make pkg-config libnuma-dev liburing-dev \
-	libcriterion-dev libinih-dev gcc-aarch64-linux-gnu \
+	libcriterion-dev libinih-dev libjson-c-dev gcc-aarch64-linux-gnu \
 	libc6-dev-arm64-cross qemu-user qemu-system-x86 gnuplot-nox
 # clang and its libFuzzer/sanitizer runtimes, for fuzz/.
 FUZZ_PACKAGES := clang libclang-rt-14-dev
@@ -36,8 +36,12 @@ WARNINGS := -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes \
 	-Wformat=2 -Wshadow -Wno-format-nonliteral
 
 CFLAGS ?= -O2 -g
-override CFLAGS += -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -MMD -MP
-LIBS_PC := numa liburing inih
+# -fPIC: the same objects make the binary and libzvmm.so; hidden
+# visibility: the library exports only what include/zvmm/zvmm.h marks.
+override CFLAGS += -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -MMD -MP -fPIC \
+	-fvisibility=hidden
+LIBS_PC := numa liburing inih json-c
+LIBZ_PC := numa inih json-c
 PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(LIBS_PC) 2>/dev/null)
 PC_LIBS = $(shell $(PKG_CONFIG) --libs $(LIBS_PC) 2>/dev/null)
 CRIT_CFLAGS = $(shell $(PKG_CONFIG) --cflags criterion 2>/dev/null)
@@ -68,8 +72,10 @@ endif
 LIB_SRCS := $(wildcard lib/*.c)
 ARCH_SRCS := $(wildcard $(ARCH_DIR)/*.c $(ARCH_DIR)/*.S) arch/generic/clear.c
 ZERO_SRCS := $(wildcard zeroing/*.c)
+API_SRCS := $(wildcard api/*.c)
 BENCH_SRCS := $(wildcard bench/*.c)
-CORE_SRCS := $(LIB_SRCS) $(ARCH_SRCS) $(ZERO_SRCS) $(BENCH_SRCS)
+LIBZ_SRCS := $(LIB_SRCS) $(ARCH_SRCS) $(ZERO_SRCS) $(API_SRCS)
+CORE_SRCS := $(LIBZ_SRCS) $(BENCH_SRCS)
 MAIN_SRCS := $(wildcard vmm/*.c) vmm/guest_image.S
 TEST_SRCS := $(wildcard tests/test_*.c) tests/helpers.c
 STRESS := $(O)/tests/stress-pool
@@ -80,6 +86,7 @@ MODEL_SEEDS ?= 8 40
 
 obj = $(patsubst %,$(O)/%.o,$(basename $(1)))
 CORE_OBJS := $(call obj,$(CORE_SRCS))
+LIBZ_OBJS := $(call obj,$(LIBZ_SRCS))
 MAIN_OBJS := $(call obj,$(MAIN_SRCS))
 TEST_OBJS := $(call obj,$(TEST_SRCS))
 
@@ -90,22 +97,117 @@ ARM64_SRCS := arch/arm64/clear.c arch/arm64/cpu.c arch/generic/clear.c \
 ARM64_TEST := $(O)/tests/arm64/test-arm64
 
 .DELETE_ON_ERROR:
-.PHONY: all test test-arm64 test-unit bench bench-smoke bench-backends \
+.PHONY: all lib install uninstall example test test-arm64 test-unit \
+	bench bench-smoke bench-backends \
 	bench-launch bench-demand deps clean \
 	format fuzz fuzz-seeds fuzz-smoke fuzz-run FORCE
 
-all: $(O)/zvmm $(HOSTILE_ELF)
+all: $(O)/zvmm $(HOSTILE_ELF) lib
+
+# libzvmm: the engine behind include/zvmm/zvmm.h, shared (soname
+# libzvmm.so.$(ZVMM_SOVERSION), only the zvmm_* API exported: the version
+# script) and static (one relocatable object whose hidden symbols are
+# made local, so an embedding VMM sees only zvmm_* there too).
+ZVMM_VERSION := $(shell sed -n 's/^\#define ZVMM_VERSION "\(.*\)"/\1/p' include/zvmm/zvmm.h)
+ZVMM_SOVERSION := $(shell sed -n 's/^\#define ZVMM_VERSION_MAJOR //p' include/zvmm/zvmm.h)
+LIBZ_SO := $(O)/libzvmm/libzvmm.so.$(ZVMM_VERSION)
+LIBZ_SONAME := libzvmm.so.$(ZVMM_SOVERSION)
+LIBZ_A := $(O)/libzvmm/libzvmm.a
+LIBZ_LIBS = $(shell $(PKG_CONFIG) --libs $(LIBZ_PC) 2>/dev/null) -lpthread
+
+lib: $(LIBZ_SO) $(LIBZ_A) $(O)/libzvmm/zvmm.pc
+
+$(LIBZ_SO): $(LIBZ_OBJS) api/libzvmm.map
+	@mkdir -p $(dir $@)
+	$(quiet) LD $@
+	$(Q)$(CC) $(LDFLAGS) -shared -Wl,-soname,$(LIBZ_SONAME) \
+		-Wl,--version-script=api/libzvmm.map -Wl,--no-undefined \
+		-o $@ $(LIBZ_OBJS) $(LIBZ_LIBS)
+	$(Q)ln -sf $(notdir $@) $(O)/libzvmm/$(LIBZ_SONAME)
+	$(Q)ln -sf $(LIBZ_SONAME) $(O)/libzvmm/libzvmm.so
+
+$(LIBZ_A): $(LIBZ_OBJS)
+	@mkdir -p $(dir $@)
+	$(quiet) AR $@
+	$(Q)$(LD) -r -o $(O)/libzvmm/libzvmm.o $(LIBZ_OBJS)
+	$(Q)objcopy --localize-hidden $(O)/libzvmm/libzvmm.o
+	$(Q)rm -f $@ && ar rcs $@ $(O)/libzvmm/libzvmm.o
+
+# Installation (make install DESTDIR=... PREFIX=/usr): GNU directory
+# variables, Debian's multiarch LIBDIR from debian/rules.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+
+# Regenerated when the installation directories change.
+$(O)/.installdirs: FORCE
+	@mkdir -p $(O)
+	@echo '$(PREFIX) $(LIBDIR) $(INCLUDEDIR)' | cmp -s - $@ || \
+		echo '$(PREFIX) $(LIBDIR) $(INCLUDEDIR)' >$@
+
+$(O)/libzvmm/zvmm.pc: api/zvmm.pc.in include/zvmm/zvmm.h $(O)/.installdirs
+	@mkdir -p $(dir $@)
+	$(quiet) GEN $@
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
+		-e 's|@VERSION@|$(ZVMM_VERSION)|' \
+		-e 's|@REQUIRES@|$(LIBZ_PC)|' $< >$@
+
+MANPAGES := man/zvmm.1 man/zvmm.conf.5 man/libzvmm.3
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
+		$(DESTDIR)$(INCLUDEDIR)/zvmm $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(DATADIR)/zvmm $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5
+	install -m 0755 $(O)/zvmm $(DESTDIR)$(BINDIR)/zvmm
+	install -m 0644 $(LIBZ_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIBZ_SO)) $(DESTDIR)$(LIBDIR)/$(LIBZ_SONAME)
+	ln -sf $(LIBZ_SONAME) $(DESTDIR)$(LIBDIR)/libzvmm.so
+	install -m 0644 $(LIBZ_A) $(DESTDIR)$(LIBDIR)/
+	install -m 0644 include/zvmm/zvmm.h $(DESTDIR)$(INCLUDEDIR)/zvmm/
+	install -m 0644 $(O)/libzvmm/zvmm.pc $(DESTDIR)$(PKGCONFIGDIR)/
+	install -m 0644 configs/*.conf $(DESTDIR)$(DATADIR)/zvmm/
+	install -m 0644 man/zvmm.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 man/libzvmm.3 $(DESTDIR)$(MANDIR)/man3/
+	install -m 0644 man/zvmm.conf.5 $(DESTDIR)$(MANDIR)/man5/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/zvmm \
+		$(DESTDIR)$(LIBDIR)/$(notdir $(LIBZ_SO)) \
+		$(DESTDIR)$(LIBDIR)/$(LIBZ_SONAME) \
+		$(DESTDIR)$(LIBDIR)/libzvmm.so $(DESTDIR)$(LIBDIR)/libzvmm.a \
+		$(DESTDIR)$(INCLUDEDIR)/zvmm/zvmm.h \
+		$(DESTDIR)$(PKGCONFIGDIR)/zvmm.pc \
+		$(DESTDIR)$(MANDIR)/man1/zvmm.1 $(DESTDIR)$(MANDIR)/man3/libzvmm.3 \
+		$(DESTDIR)$(MANDIR)/man5/zvmm.conf.5
+	rm -f $(addprefix $(DESTDIR)$(DATADIR)/zvmm/,$(notdir $(wildcard configs/*.conf)))
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/zvmm $(DESTDIR)$(DATADIR)/zvmm 2>/dev/null
+
+# The embedding example, built against an installed libzvmm through
+# pkg-config (PKG_CONFIG_PATH and a sysroot for a DESTDIR install).
+example: examples/embed.c
+	$(MAKE) -C examples
 
 $(O)/zvmm: $(CORE_OBJS) $(MAIN_OBJS)
 	$(quiet) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(O)/%.o: %.c
+# Objects are rebuilt when the compiler or its flags change.
+$(O)/.cflags: FORCE
+	@mkdir -p $(O)
+	@echo '$(CC) $(CFLAGS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS)' >$@
+
+$(O)/%.o: %.c $(O)/.cflags
 	@mkdir -p $(dir $@)
 	$(quiet) CC $@
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
-$(O)/%.o: %.S
+$(O)/%.o: %.S $(O)/.cflags
 	@mkdir -p $(dir $@)
 	$(quiet) AS $@
 	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
@@ -197,11 +299,12 @@ else
 TEST_RUNNER := $(O)/tests/zvmm-tests
 endif
 
-test-unit: $(O)/zvmm $(HOSTILE_ELF) $(TEST_RUNNER) $(STRESS) $(MODEL)
+test-unit: $(O)/zvmm $(HOSTILE_ELF) $(TEST_RUNNER) $(STRESS) $(MODEL) lib
 	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(STRESS) $(STRESS_SEEDS)
 	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(MODEL) $(MODEL_SEEDS)
 	$(Q)rm -rf $(O)/test-cache
 	$(Q)ZVMM_BIN=$(O)/zvmm ZVMM_CACHE_DIR=$(abspath $(O))/test-cache \
+		ZVMM_LIB=$(abspath $(LIBZ_SO)) \
 		TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
 		$(TEST_RUNNER) -j1 $(TEST_ARGS)
 
@@ -253,8 +356,8 @@ FUZZ_LIBS = $(shell $(PKG_CONFIG) --libs inih 2>/dev/null)
 
 FUZZ_size_SRCS := lib/size.c
 FUZZ_policy_SRCS := zeroing/policy.c lib/size.c lib/file.c lib/inibuf.c
-FUZZ_pvh_SRCS := vmm/pvh.c vmm/kvm.c lib/log.c lib/inject.c fuzz/stubs.c
-FUZZ_report_SRCS := vmm/devices.c vmm/kvm.c lib/log.c lib/inject.c fuzz/stubs.c
+FUZZ_pvh_SRCS := vmm/pvh.c vmm/kvm.c lib/log.c lib/inject.c lib/clock.c
+FUZZ_report_SRCS := vmm/devices.c vmm/kvm.c lib/log.c lib/inject.c lib/clock.c
 FUZZ_record_SRCS := zeroing/record.c lib/file.c lib/inibuf.c
 FUZZ_BINS := $(addprefix $(FUZZ_O)/,$(FUZZ_TARGETS))
 FUZZ_SEEDS_PVH := $(FUZZ_O)/seeds/pvh/.stamp

@@ -104,7 +104,7 @@ static int kernel_fault(uint64_t bytes, uint64_t page, bool populate,
 		    (page == SZ_1G ? MAP_HUGE_1GB : MAP_HUGE_2MB) |
 		    (populate ? MAP_POPULATE : 0);
 	volatile char *p;
-	double t0 = zero_now();
+	double t0 = clock_now();
 
 	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
 	if (p == MAP_FAILED)
@@ -112,7 +112,7 @@ static int kernel_fault(uint64_t bytes, uint64_t page, bool populate,
 	if (!populate)
 		for (uint64_t off = 0; off < bytes; off += page)
 			p[off] = 1;
-	*secs = zero_now() - t0;
+	*secs = clock_now() - t0;
 	munmap((void *)p, bytes);
 	return 0;
 }

@@ -61,9 +61,9 @@ static void *limit_worker(void *arg)
 	pthread_mutex_unlock(&g->lock);
 	if (state < 0)
 		return NULL;
-	lt->t0 = zero_now();
+	lt->t0 = clock_now();
 	lt->b->clear(lt->p, lt->bytes);
-	lt->t1 = zero_now();
+	lt->t1 = clock_now();
 	return NULL;
 }
 

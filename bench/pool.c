@@ -158,10 +158,10 @@ static int demand_rows(struct bench *bn, struct zero_mem *m,
 			}
 			bench_progress(bn, "pool:demand", m->page_bytes, r + 1);
 			ret = make_dirty(m);
-			t0 = zero_now();
+			t0 = clock_now();
 			for (uint64_t p = 0; p < m->nr_pages && !ret; p++)
 				ret = zero_engine_demand(e, p);
-			t[r] = zero_now() - t0;
+			t[r] = clock_now() - t0;
 			if (!ret &&
 			    zero_pages_count(m->pages, ZP_ZERO) != m->nr_pages)
 				ret = -EIO;

@@ -23,16 +23,14 @@ static struct vmm_vm *vm;
 static struct vmm_vm *make_vm(void)
 {
 	struct vmm_vm *v = calloc(1, sizeof(*v));
-	struct zero_guest_layout *m = calloc(1, sizeof(*m));
 
-	if (!v || !m)
+	if (!v)
 		abort();
-	m->bytes = RAM_BYTES;
-	m->guest = malloc(RAM_BYTES);
-	if (!m->guest)
+	v->mem.bytes = RAM_BYTES;
+	v->mem.guest = malloc(RAM_BYTES);
+	if (!v->mem.guest)
 		abort();
 	v->kvm_fd = v->vm_fd = -1;
-	v->mem = m;
 	v->low_bytes = RAM_BYTES;
 	return v;
 }
@@ -90,15 +88,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    ret, fits, err);
 	if (ret)
 		return 0;
-	memcpy(&si, vm->mem->guest + VMM_BOOT_START, sizeof(si));
+	memcpy(&si, vm->mem.guest + VMM_BOOT_START, sizeof(si));
 	fuzz_assert(si.magic == HVM_START_MAGIC && si.version == 1 &&
 			    si.memmap_entries == 1,
 		    "start info");
-	memcpy(&mm, vm->mem->guest + si.memmap_paddr, sizeof(mm));
+	memcpy(&mm, vm->mem.guest + si.memmap_paddr, sizeof(mm));
 	fuzz_assert(mm.addr == 0 && mm.size == RAM_BYTES &&
 			    mm.type == HVM_MEMMAP_TYPE_RAM,
 		    "memory map");
-	fuzz_assert(!strcmp(vm->mem->guest + si.cmdline_paddr, CMDLINE),
+	fuzz_assert(!strcmp(vm->mem.guest + si.cmdline_paddr, CMDLINE),
 		    "command line");
 	return 0;
 }

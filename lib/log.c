@@ -6,6 +6,9 @@
 
 enum log_level log_level = LOG_INFO;
 
+static log_sink_fn *log_sink;
+static void *log_sink_arg;
+
 static const char *const log_prefix[] = {
 	[LOG_ERR] = "error: ",
 	[LOG_WARN] = "warning: ",
@@ -13,15 +16,32 @@ static const char *const log_prefix[] = {
 	[LOG_DEBUG] = "debug: ",
 };
 
+void log_set_sink(log_sink_fn *fn, void *arg)
+{
+	log_sink = fn;
+	log_sink_arg = arg;
+}
+
+static void to_stderr(void *arg, enum log_level level, const char *msg)
+{
+	(void)arg;
+	fprintf(stderr, "zvmm: %s%s\n", log_prefix[level], msg);
+}
+
+void log_to_stderr(void)
+{
+	log_set_sink(to_stderr, NULL);
+}
+
 void log_msg(enum log_level level, const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
-	if (level > log_level)
+	if (level > log_level || !log_sink)
 		return;
-	fprintf(stderr, "zvmm: %s", log_prefix[level]);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	log_sink(log_sink_arg, level, msg);
 }

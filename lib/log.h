@@ -3,14 +3,25 @@
 #define ZVMM_LIB_LOG_H
 
 /*
- * One logging front for every module. Messages go to stderr with a
- * "zvmm: " prefix so they stay apart from guest serial output and from a
- * JSON report on stdout.
+ * One logging front for every module. Messages go to a sink: none until
+ * one is set, so the library prints nothing of its own. The zvmm binary
+ * sets log_to_stderr(): a "zvmm: " prefix keeps them apart from guest
+ * serial output and from a JSON report on stdout. libzvmm's
+ * zvmm_set_log() sets the embedding VMM's callback.
  */
 
 enum log_level { LOG_ERR, LOG_WARN, LOG_INFO, LOG_DEBUG };
 
 extern enum log_level log_level;
+
+/* @msg is one line without its newline, valid during the call. */
+typedef void log_sink_fn(void *arg, enum log_level level, const char *msg);
+
+/* Process-wide; NULL: messages go nowhere. */
+void log_set_sink(log_sink_fn *fn, void *arg);
+
+/* The zvmm binary's sink: "zvmm: error: ..." lines on stderr. */
+void log_to_stderr(void);
 
 void log_msg(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -33,6 +33,7 @@
 
 #include "../lib/inject.h"
 #include "../lib/size.h"
+#include "../lib/log.h"
 #include "../zeroing/guest.h"
 #include "../zeroing/hugetlb.h"
 
@@ -358,6 +359,7 @@ int main(int argc, char **argv)
 	unsigned long total = 0, failures = 0, ends[END_NR] = { 0 };
 	char cmd[256];
 
+	log_to_stderr();
 	if (geteuid() != 0) {
 		printf("model-life: SKIPPED: needs root (hugetlbfs mount, userfaultfd)\n");
 		return 0;

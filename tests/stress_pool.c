@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../lib/log.h"
 #include "../zeroing/backend.h"
 #include "../zeroing/pool.h"
 
@@ -196,6 +197,7 @@ int main(int argc, char **argv)
 	unsigned int seeds = argc > 1 ? (unsigned int)atoi(argv[1]) : 200;
 	unsigned int failed = 0;
 
+	log_to_stderr();
 	for (unsigned int s = 1; s <= seeds; s++)
 		failed += (unsigned int)round_once(s);
 	printf("stress-pool: %u passed, %u failed\n", seeds - failed, failed);

@@ -21,9 +21,8 @@
 #include "../lib/inject.h"
 #include "../lib/log.h"
 #include "../lib/size.h"
-#include "../zeroing/calibrate.h"
-#include "../zeroing/guest.h"
-#include "../zeroing/hugetlb.h"
+#include "../include/zvmm/zvmm.h"
+#include "../lib/clock.h"
 #include "cli.h"
 #include "devices.h"
 #include "loop.h"
@@ -31,10 +30,6 @@
 #include "pvh.h"
 #include "report.h"
 #include "sigwatch.h"
-
-#define EXIT_CRASH 4
-/* As timeout(1): the guest ran past --timeout. */
-#define EXIT_TIMEOUT 124
 
 /* The touch guest, built into this binary (vmm/guest_image.S). */
 extern const unsigned char zvmm_guest_image[];
@@ -44,7 +39,7 @@ extern const unsigned char zvmm_guest_image_end[];
 extern double zvmm_start_time;
 
 struct run_opts {
-	struct zero_mem_opts mem;
+	struct zvmm_mem mem;
 	unsigned int vcpus;
 	const char *policy, *guest, *cmdline, *json, *serial, *kvm;
 	struct cli_sets sets;
@@ -253,15 +248,15 @@ static int probe_kvm(const char *dev)
 
 struct run_state {
 	struct run_opts o;
-	struct zero_policy pol;
+	struct zvmm_policy *pol;
 	unsigned char *image;
 	size_t image_size;
 	char cmdline[VMM_CMDLINE_MAX + 1];
-	struct zero_guest *g; /* read by the signal thread */
+	struct zvmm_guest *g; /* read by the signal thread */
 	struct vmm_vm *vm; /* read by the signal thread */
 	struct vmm_devices dev;
 	bool dev_init;
-	struct zero_hugetlb_resv resv;
+	struct zvmm_reservation *resv;
 	struct vmm_sigwatch w;
 	int loop_sig;
 	uint64_t boot_end; /* guest-physical end of boot data and image */
@@ -283,8 +278,9 @@ static int check_request(struct run_state *s)
 	char err[512];
 	int ret;
 
-	if (cli_load_policy(o->policy, &o->sets, &s->pol))
-		return -EINVAL;
+	ret = cli_policy(o->policy, &o->sets, &s->pol);
+	if (ret)
+		return ret;
 	if (o->guest) {
 		ret = read_guest(o->guest, &s->image, &s->image_size);
 		if (ret) {
@@ -323,19 +319,15 @@ static int check_request(struct run_state *s)
 	if (o->reserve && !(o->mem.bytes % o->mem.page_bytes)) {
 		long nr = (long)(o->mem.bytes / o->mem.page_bytes);
 
-		ret = zero_hugetlb_reserve(o->mem.page_bytes, nr, &s->resv);
+		ret = zvmm_hugepages_reserve(o->mem.page_bytes, (uint64_t)nr,
+					     &s->resv);
 		if (ret == -EACCES) {
 			pr_err("--reserve: only root may raise nr_hugepages");
 			return ret;
 		}
 		/* -ENOMEM: the pre-flight check below says what is short. */
 	}
-	ret = zero_guest_preflight(&o->mem, err, sizeof(err));
-	if (ret) {
-		pr_err("%s", err);
-		return ret;
-	}
-	return 0;
+	return zvmm_mem_check(&o->mem);
 }
 
 static int open_outputs(struct run_state *s)
@@ -363,13 +355,13 @@ static int open_outputs(struct run_state *s)
 static void on_signal(void *arg, int sig)
 {
 	struct run_state *s = arg;
-	struct zero_guest *g;
+	struct zvmm_guest *g;
 	struct vmm_vm *vm;
 
 	(void)sig;
 	g = __atomic_load_n(&s->g, __ATOMIC_ACQUIRE);
 	if (g)
-		zero_guest_cancel(g);
+		zvmm_guest_cancel(g);
 	vm = __atomic_load_n(&s->vm, __ATOMIC_ACQUIRE);
 	if (vm)
 		vmm_vm_request_stop(vm, VMM_STOP_CANCELLED, 0, "interrupted");
@@ -381,10 +373,9 @@ static void on_signal(void *arg, int sig)
  */
 static int run_init(struct run_state *s)
 {
-	struct zero_guest_cfg gc = { .mem = s->o.mem,
-				     .pol = &s->pol,
-				     .quiet = s->o.quiet };
-	struct zero_guest *g;
+	struct zvmm_guest *g;
+	struct zvmm_stats st;
+	struct vmm_ram ram;
 	struct vmm_vm *vm;
 	char err[512];
 	int ret;
@@ -404,32 +395,31 @@ static int run_init(struct run_state *s)
 		ret = open_outputs(s);
 	if (ret)
 		return ret;
-	s->t_checked = zero_now();
-	ret = zero_guest_open(&gc, &g, err, sizeof(err));
-	if (ret) {
-		pr_err("%s", err);
+	s->t_checked = clock_now();
+	/* libzvmm logs what went wrong, and what to do, itself. */
+	ret = zvmm_guest_open(&s->o.mem, s->pol, &g);
+	if (ret)
 		return ret;
-	}
-	s->t_opened = zero_now();
+	s->t_opened = clock_now();
 	__atomic_store_n(&s->g, g, __ATOMIC_RELEASE);
-	if (s->o.verbose)
+	if (s->o.verbose) {
+		zvmm_guest_stats(g, &st);
 		pr_info("guest memory open; preparing it for the %s policy",
-			zero_mode_name(s->pol.mode));
-	ret = zero_guest_prepare(g, s->boot_end, err, sizeof(err));
-	if (ret || vmm_sigwatch_seen(&s->w)) {
-		if (vmm_sigwatch_seen(&s->w) || ret == -ECANCELED)
-			return -ECANCELED;
-		pr_err("%s", err);
-		return ret;
+			st.mode);
 	}
-	s->t_prepared = zero_now();
-	ret = vmm_vm_create(s->o.kvm, zero_guest_layout(g), s->o.vcpus, &vm,
-			    err, sizeof(err));
+	ret = zvmm_guest_prepare(g, s->boot_end);
+	if (ret || vmm_sigwatch_seen(&s->w))
+		return vmm_sigwatch_seen(&s->w) || ret == -ECANCELED ?
+			       -ECANCELED :
+			       ret;
+	s->t_prepared = clock_now();
+	zvmm_guest_memory(g, (void **)&ram.guest, &ram.bytes);
+	ret = vmm_vm_create(s->o.kvm, &ram, s->o.vcpus, &vm, err, sizeof(err));
 	if (ret) {
 		pr_err("%s", err);
 		return ret;
 	}
-	s->t_vcpus = zero_now();
+	s->t_vcpus = clock_now();
 	vm->verbose = s->o.verbose;
 	__atomic_store_n(&s->vm, vm, __ATOMIC_RELEASE);
 	vmm_devices_init(&s->dev, vm, s->serial);
@@ -446,7 +436,7 @@ static int run_init(struct run_state *s)
 		pr_err("%s", err);
 		return ret;
 	}
-	s->t_loaded = zero_now();
+	s->t_loaded = clock_now();
 	/* From here the event loop's signalfd takes SIGINT and SIGTERM. */
 	vmm_sigwatch_pause(&s->w);
 	return vmm_sigwatch_seen(&s->w) ? -ECANCELED : 0;
@@ -456,6 +446,7 @@ static int run_loop(struct run_state *s)
 {
 	struct vmm_loop l = { .vm = s->vm,
 			      .guest = s->g,
+			      .quiet = s->o.quiet,
 			      .timeout = s->o.timeout };
 	sigset_t set;
 	int ret;
@@ -478,7 +469,7 @@ static int run_loop(struct run_state *s)
 
 static void stop_guest(void *arg)
 {
-	zero_guest_stop(arg);
+	(void)!zvmm_guest_stop(arg);
 }
 
 /* run: the vCPUs and the event loop, until the guest's run stops. */
@@ -494,13 +485,13 @@ static void run_guest(struct run_state *s)
 	 * `make bench`: hybrid ready 173 ms at 16 GiB against demand's 104).
 	 */
 	if (!ret) {
-		zero_guest_start(s->g);
+		zvmm_guest_start(s->g);
 		ret = run_loop(s);
 	}
 	/* A vCPU caught in a fault leaves KVM_RUN once it is served. */
-	zero_guest_stop(s->g);
+	(void)!zvmm_guest_stop(s->g);
 	why = vmm_vm_wait(s->vm, stop_guest, s->g);
-	s->t_end = zero_now();
+	s->t_end = clock_now();
 	s->t_ready = s->vm->first_entry;
 	switch (why) {
 	case VMM_STOP_EXIT_PORT:
@@ -535,7 +526,6 @@ static void run_guest(struct run_state *s)
 static void run_exit(struct run_state *s)
 {
 	struct vmm_run_facts f = {
-		.mem = zero_guest_layout(s->g),
 		.dev = &s->dev,
 		.vcpus = s->vm->nr_vcpus,
 		.mmio_exits = s->vm->mmio_exits,
@@ -551,17 +541,14 @@ static void run_exit(struct run_state *s)
 		.loader_ms = (s->t_loaded - s->t_vcpus) * 1e3,
 		.start_ms = (s->t_ready - s->t_loaded) * 1e3,
 	};
-	char err[512];
-
 	/*
 	 * on_exit may take a while (scrub): a signal from now on cancels it,
-	 * one that ended the run does not.
+	 * one that ended the run does not. libzvmm logs a failure.
 	 */
-	zero_guest_rearm(s->g);
-	if (!vmm_sigwatch_start(&s->w) &&
-	    zero_guest_exit(s->g, err, sizeof(err)))
-		pr_err("%s", err);
-	zero_guest_report(s->g, &f.z);
+	zvmm_guest_rearm(s->g);
+	if (!vmm_sigwatch_start(&s->w))
+		(void)!zvmm_guest_exit(s->g);
+	zvmm_guest_stats(s->g, &f.z);
 	if (s->o.verbose)
 		vmm_report_phases(stderr, &f);
 	if (!s->o.quiet)
@@ -578,8 +565,9 @@ static void run_cleanup(struct run_state *s)
 	if (s->dev_init)
 		vmm_devices_fini(&s->dev);
 	vmm_vm_destroy(s->vm);
-	zero_guest_close(s->g);
-	zero_hugetlb_release(&s->resv);
+	zvmm_guest_close(s->g);
+	zvmm_hugepages_release(s->resv);
+	zvmm_policy_free(s->pol);
 	if (s->json && s->json != stdout) {
 		fclose(s->json);
 		if (!s->json_written)
@@ -599,8 +587,7 @@ int cmd_run(int argc, char **argv)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return EXIT_OTHER;
-	s->o.mem.page_bytes = SZ_2M;
-	s->resv = (struct zero_hugetlb_resv)ZERO_HUGETLB_RESV_INIT;
+	s->o.mem = ZVMM_MEM_INIT(0, ZVMM_PAGE_2M);
 	s->o.vcpus = 1;
 	s->o.kvm = "/dev/kvm";
 	s->out = stdout;

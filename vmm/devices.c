@@ -50,7 +50,7 @@ static void report_line_locked(struct vmm_devices *d, const char *json)
 	} else if (n < 2 || json[0] != '{' || json[n - 1] != '}') {
 		pr_warn("guest report is not a JSON object: ignored");
 	} else {
-		d->report_time = zero_now();
+		d->report_time = clock_now();
 		snprintf(d->report, sizeof(d->report), "%.*s", (int)n, json);
 		d->have_report = true;
 	}
@@ -60,7 +60,7 @@ static void end_line_locked(struct vmm_devices *d)
 {
 	d->line[d->line_len] = '\0';
 	if (!strncmp(d->line, TOUCH_START, strlen(TOUCH_START)))
-		d->touch_start = zero_now();
+		d->touch_start = clock_now();
 	else if (!strncmp(d->line, REPORT_PREFIX, strlen(REPORT_PREFIX)))
 		report_line_locked(d, d->line + strlen(REPORT_PREFIX));
 	d->line_len = 0;

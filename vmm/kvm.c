@@ -78,7 +78,7 @@ static int add_slot(struct vmm_vm *vm, uint32_t slot, uint64_t gpa,
 								      0;
 }
 
-int vmm_vm_create(const char *dev, const struct zero_guest_layout *mem,
+int vmm_vm_create(const char *dev, const struct vmm_ram *mem,
 		  unsigned int nr_vcpus, struct vmm_vm **out, char *err,
 		  size_t len)
 {
@@ -95,7 +95,7 @@ int vmm_vm_create(const char *dev, const struct zero_guest_layout *mem,
 	if (!vm)
 		return -ENOMEM;
 	vm->kvm_fd = vm->vm_fd = -1;
-	vm->mem = mem;
+	vm->mem = *mem;
 	vm->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (vm->stop_fd < 0) {
 		ret = -errno;
@@ -151,7 +151,7 @@ int vmm_vm_create(const char *dev, const struct zero_guest_layout *mem,
 	if (ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_SET_TSS_ADDR) > 0)
 		ioctl(vm->vm_fd, KVM_SET_TSS_ADDR, 0xfffbd000UL);
 
-	vm->t_vm = zero_now();
+	vm->t_vm = clock_now();
 	vm->low_bytes = mem->bytes < VMM_LOW_RAM_END ? mem->bytes :
 						       VMM_LOW_RAM_END;
 	vm->high_bytes = mem->bytes - vm->low_bytes;
@@ -165,7 +165,7 @@ int vmm_vm_create(const char *dev, const struct zero_guest_layout *mem,
 		goto fail;
 	}
 
-	vm->t_memslots = zero_now();
+	vm->t_memslots = clock_now();
 	sigemptyset(&sa.sa_mask);
 	sigaction(VMM_KICK_SIGNAL, &sa, NULL);
 	vm->nr_vcpus = nr_vcpus;
@@ -346,7 +346,7 @@ static void *vcpu_thread(void *arg)
 
 	while (!stopping(vm)) {
 		if (c->index == 0 && !vm->first_entry)
-			vm->first_entry = zero_now();
+			vm->first_entry = clock_now();
 		if (ioctl(c->fd, KVM_RUN, 0) < 0) {
 			if (errno == EINTR || errno == EAGAIN) {
 				__atomic_store_n(&run->immediate_exit, 0,

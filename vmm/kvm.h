@@ -50,11 +50,17 @@ struct vmm_io_ops {
 	void *arg;
 };
 
+/* The guest's RAM: the mapping libzvmm hands out (zvmm_guest_memory()). */
+struct vmm_ram {
+	char *guest;
+	uint64_t bytes;
+};
+
 struct vmm_vm {
 	int kvm_fd;
 	int vm_fd;
 	int run_size;
-	const struct zero_guest_layout *mem;
+	struct vmm_ram mem;
 	uint64_t low_bytes, high_bytes; /* RAM below 3 GiB / from 4 GiB */
 	unsigned int nr_vcpus;
 	struct vmm_vcpu vcpu[VMM_MAX_VCPUS];
@@ -79,7 +85,7 @@ struct vmm_vm {
  * vCPUs. Returns 0, or a negative errno with @err saying what to do
  * (-ENOENT/-EACCES/-ENODEV for a missing or unusable /dev/kvm).
  */
-int vmm_vm_create(const char *dev, const struct zero_guest_layout *mem,
+int vmm_vm_create(const char *dev, const struct vmm_ram *mem,
 		  unsigned int nr_vcpus, struct vmm_vm **out, char *err,
 		  size_t err_len) __attribute__((warn_unused_result));
 

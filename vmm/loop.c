@@ -9,10 +9,11 @@
 #include <unistd.h>
 
 #include "../lib/log.h"
-#include "../zeroing/calibrate.h"
+#include "../lib/clock.h"
 #include "loop.h"
+#include "progress.h"
 
-enum { EV_UFFD = 1, EV_DONE, EV_SIGNAL, EV_STOP, EV_TIMER };
+enum { EV_GUEST = 1, EV_SIGNAL, EV_STOP, EV_TIMER };
 
 static int arm_poll(struct io_uring *ring, int fd, uint64_t tag)
 {
@@ -40,11 +41,26 @@ static void stop_all(struct vmm_loop *l, int sig)
 {
 	if (sig && !l->sig)
 		l->sig = sig;
-	zero_guest_cancel(l->guest);
+	zvmm_guest_cancel(l->guest);
 	vmm_vm_request_stop(
 		l->vm, sig ? VMM_STOP_CANCELLED : VMM_STOP_ERROR, 0,
 		sig ? "interrupted" :
 		      "the guest was stopped: serving its memory failed");
+}
+
+static void draw_progress(struct vmm_loop *l, struct vmm_progress *p)
+{
+	struct zvmm_stats s;
+
+	if (!p->on)
+		return;
+	zvmm_guest_stats(l->guest, &s);
+	if (s.background_active)
+		vmm_progress_update(p, "background scrub", s.background_bytes,
+				    s.background_bytes +
+					    s.dirty_pages * s.page_bytes);
+	else
+		vmm_progress_end(p);
 }
 
 int vmm_loop_run(struct vmm_loop *l)
@@ -54,8 +70,9 @@ int vmm_loop_run(struct vmm_loop *l)
 	struct io_uring_cqe *cqe;
 	struct io_uring ring;
 	bool stopped = false, timed_out = false;
-	double deadline = l->timeout > 0 ? zero_now() + l->timeout : 0;
-	int fds[2], ret;
+	double deadline = l->timeout > 0 ? clock_now() + l->timeout : 0;
+	struct vmm_progress progress;
+	int fd, ret;
 
 	ret = io_uring_queue_init(16, &ring, 0);
 	if (ret) {
@@ -63,14 +80,13 @@ int vmm_loop_run(struct vmm_loop *l)
 		stop_all(l, 0);
 		return ret;
 	}
-	zero_guest_poll_fds(l->guest, fds);
+	vmm_progress_begin(&progress, l->quiet);
+	fd = zvmm_guest_fd(l->guest);
 	ret = arm_poll(&ring, l->vm->stop_fd, EV_STOP);
 	if (!ret)
 		ret = arm_poll(&ring, l->signal_fd, EV_SIGNAL);
-	if (!ret && fds[0] >= 0)
-		ret = arm_poll(&ring, fds[0], EV_UFFD);
-	if (!ret && fds[1] >= 0)
-		ret = arm_poll(&ring, fds[1], EV_DONE);
+	if (!ret && fd >= 0)
+		ret = arm_poll(&ring, fd, EV_GUEST);
 	if (!ret)
 		ret = arm_timer(&ring, &tick);
 	while (!ret && !stopped) {
@@ -93,13 +109,10 @@ int vmm_loop_run(struct vmm_loop *l)
 				break;
 			}
 			switch (tag) {
-			case EV_UFFD:
-			case EV_DONE:
-				ret = zero_guest_serve(l->guest);
+			case EV_GUEST:
+				ret = zvmm_guest_process(l->guest);
 				if (!ret)
-					ret = arm_poll(&ring,
-						       fds[tag == EV_DONE],
-						       tag);
+					ret = arm_poll(&ring, fd, EV_GUEST);
 				break;
 			case EV_SIGNAL:
 				if (read(l->signal_fd, &si, sizeof(si)) ==
@@ -112,12 +125,12 @@ int vmm_loop_run(struct vmm_loop *l)
 				break;
 			case EV_TIMER:
 				/* hybrid: how far the background scrub is */
-				zero_guest_progress(l->guest);
+				draw_progress(l, &progress);
 				/* To within one tick (100 ms). */
 				if (deadline && !timed_out &&
-				    zero_now() >= deadline) {
+				    clock_now() >= deadline) {
 					timed_out = true;
-					zero_guest_cancel(l->guest);
+					zvmm_guest_cancel(l->guest);
 					vmm_vm_request_stop(
 						l->vm, VMM_STOP_TIMEOUT, 0,
 						"the guest ran past --timeout");
@@ -131,6 +144,7 @@ int vmm_loop_run(struct vmm_loop *l)
 		pr_err("event loop: %s", strerror(-ret));
 		stop_all(l, 0);
 	}
+	vmm_progress_end(&progress);
 	io_uring_queue_exit(&ring);
 	return ret;
 }

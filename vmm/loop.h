@@ -2,18 +2,19 @@
 #ifndef ZVMM_VMM_LOOP_H
 #define ZVMM_VMM_LOOP_H
 
-#include "../zeroing/guest.h"
+#include "../include/zvmm/zvmm.h"
 #include "kvm.h"
 
 /*
- * The control thread's event loop, driven by liburing: userfaultfd
- * readiness (guest faults), the workers' completion eventfd, a signalfd
+ * The control thread's event loop, driven by liburing: libzvmm's fd
+ * (guest faults and pages its workers finished), a signalfd
  * for SIGINT and SIGTERM, the VM's stop eventfd, and a timer for
  * progress and --timeout. It runs until the guest's run stops.
  */
 struct vmm_loop {
 	struct vmm_vm *vm;
-	struct zero_guest *guest; /* its fds: faults and finished pages */
+	struct zvmm_guest *guest; /* its fd: faults and finished pages */
+	bool quiet; /* no progress line */
 	int signal_fd;
 	double timeout; /* seconds from the loop's start to stop at, 0: none */
 	int sig; /* the signal that stopped the run, 0 if none */

@@ -70,7 +70,8 @@ int main(int argc, char **argv)
 {
 	const char *verb = argc > 1 ? argv[1] : NULL;
 
-	zvmm_start_time = zero_now();
+	zvmm_start_time = clock_now();
+	log_to_stderr();
 
 	if (!verb) {
 		usage(stderr);

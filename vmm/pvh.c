@@ -241,7 +241,7 @@ static char *gpa_ptr(struct vmm_vm *vm, uint64_t gpa, uint64_t len)
 {
 	int64_t off = vmm_gpa_to_offset(vm, gpa, len);
 
-	return off < 0 ? NULL : vm->mem->guest + off;
+	return off < 0 ? NULL : vm->mem.guest + off;
 }
 
 int vmm_pvh_load(struct vmm_vm *vm, const void *image, size_t size,
@@ -260,7 +260,7 @@ int vmm_pvh_load(struct vmm_vm *vm, const void *image, size_t size,
 	bool is64;
 	int ret;
 
-	ret = vmm_pvh_check(image, size, vm->mem->bytes, &info, err, len);
+	ret = vmm_pvh_check(image, size, vm->mem.bytes, &info, err, len);
 	if (ret)
 		return ret;
 	/* Only after the check: a short image has no class byte. */

@@ -7,7 +7,7 @@
 
 void vmm_report_json(FILE *f, const struct vmm_run_facts *r)
 {
-	const struct zero_guest_report *z = &r->z;
+	const struct zvmm_stats *z = &r->z;
 	const char *rep = r->dev->have_report ? r->dev->report : "";
 	static const char *const keys[] = { "touched_bytes",  "verified_bytes",
 					    "nonzero_bytes",  "stride",
@@ -26,30 +26,28 @@ void vmm_report_json(FILE *f, const struct vmm_run_facts *r)
 		"  \"background\": { \"bytes\": %llu, \"seconds\": %.6f },\n"
 		"  \"pool\": { \"file\": %s, \"record_clean\": %s, \"on_exit\": \"%s\", \"on_exit_bytes\": %llu, \"on_exit_seconds\": %.6f, \"record_written\": %s },\n"
 		"  \"guest\": { \"exit_code\": %d, \"report\": %s",
-		(unsigned long long)r->mem->bytes,
-		(unsigned long long)r->mem->page_bytes, r->vcpus, z->mode,
-		z->backend, z->backend_from, z->workers,
-		(unsigned long long)z->chunk, r->ready_ms, r->options_ms,
+		(unsigned long long)z->bytes, (unsigned long long)z->page_bytes,
+		r->vcpus, z->mode, z->backend, z->backend_from, z->workers,
+		(unsigned long long)z->chunk_bytes, r->ready_ms, r->options_ms,
 		z->open_memory_ms, z->open_record_ms, z->open_engine_ms,
 		r->prepare_ms, r->kvm_vm_ms, r->kvm_memslots_ms,
 		r->kvm_vcpus_ms, r->loader_ms, r->start_ms,
-		(unsigned long long)(z->prezero.scrub_bytes +
-				     z->prezero.populate_bytes),
-		z->prezero.seconds, z->prezero.gbps,
-		(unsigned long long)z->prezero.scrub_bytes,
-		(unsigned long long)z->prezero.populate_bytes,
-		(unsigned long long)z->demand.faults,
-		(unsigned long long)z->demand.pages,
-		(unsigned long long)z->demand.scrubbed_pages,
-		(unsigned long long)z->demand.ahead_pages,
-		(unsigned long long)z->demand.bytes, z->demand.p50_us,
-		z->demand.p99_us, z->demand.max_us,
-		(unsigned long long)z->demand.busy_faults,
-		z->demand.busy_p50_us, z->demand.busy_p99_us,
-		z->demand.busy_max_us, (unsigned long long)z->background_bytes,
-		z->background_seconds, z->pool ? "true" : "false",
-		z->record_clean ? "true" : "false",
-		z->on_exit ? z->on_exit : "none",
+		(unsigned long long)(z->prezero_scrub_bytes +
+				     z->prezero_populate_bytes),
+		z->prezero_seconds, z->prezero_gbps,
+		(unsigned long long)z->prezero_scrub_bytes,
+		(unsigned long long)z->prezero_populate_bytes,
+		(unsigned long long)z->faults,
+		(unsigned long long)z->fault_pages,
+		(unsigned long long)z->fault_scrubbed_pages,
+		(unsigned long long)z->ahead_pages,
+		(unsigned long long)z->fault_bytes, z->fault_p50_us,
+		z->fault_p99_us, z->fault_max_us,
+		(unsigned long long)z->busy_faults, z->busy_p50_us,
+		z->busy_p99_us, z->busy_max_us,
+		(unsigned long long)z->background_bytes, z->background_seconds,
+		z->pool ? "true" : "false", z->record_clean ? "true" : "false",
+		z->on_exit[0] ? z->on_exit : "none",
 		(unsigned long long)z->exit_bytes, z->exit_seconds,
 		z->record_written ? "true" : "false", r->exit_code,
 		r->dev->have_report ? "true" : "false");
@@ -83,7 +81,7 @@ void vmm_report_json(FILE *f, const struct vmm_run_facts *r)
 
 void vmm_report_summary(FILE *f, const struct vmm_run_facts *r)
 {
-	const struct zero_guest_report *z = &r->z;
+	const struct zvmm_stats *z = &r->z;
 	uint64_t touched = 0, nonzero = 0, verified = 0;
 	char a[32], b[32];
 
@@ -97,10 +95,10 @@ void vmm_report_summary(FILE *f, const struct vmm_run_facts *r)
 	}
 	fprintf(f,
 		"zvmm: %s on %s pages, %u vCPU%s, policy %s (backend %s, %u workers): ready in %.1f ms (prezero %.1f ms, %.1f GB/s)\n",
-		size_format(r->mem->bytes, a, sizeof(a)),
-		size_label(r->mem->page_bytes, b, sizeof(b)), r->vcpus,
+		size_format(z->bytes, a, sizeof(a)),
+		size_label(z->page_bytes, b, sizeof(b)), r->vcpus,
 		r->vcpus == 1 ? "" : "s", z->mode, z->backend, z->workers,
-		r->ready_ms, z->prezero.seconds * 1e3, z->prezero.gbps);
+		r->ready_ms, z->prezero_seconds * 1e3, z->prezero_gbps);
 	if (r->dev->have_report)
 		fprintf(f,
 			"zvmm: guest touched %s, verified %llu bytes, %llu non-zero; touch took %.1f ms; exit code %d\n",
@@ -116,7 +114,7 @@ void vmm_report_summary(FILE *f, const struct vmm_run_facts *r)
 
 void vmm_report_phases(FILE *f, const struct vmm_run_facts *r)
 {
-	const struct zero_guest_report *z = &r->z;
+	const struct zvmm_stats *z = &r->z;
 
 	fprintf(f,
 		"zvmm: launch phases (ms): options %.2f, memory %.2f, record %.2f, engine %.2f, prepare %.2f, kvm vm %.2f, kvm memslots %.2f, kvm vcpus %.2f, loader %.2f, start %.2f: ready %.2f\n",

@@ -4,22 +4,21 @@
 
 #include <stdio.h>
 
-#include "../zeroing/guest.h"
+#include "../include/zvmm/zvmm.h"
 #include "devices.h"
 
 /* What `zvmm run` reports about one launch (DESIGN.md 8). */
 struct vmm_run_facts {
-	const struct zero_guest_layout *mem;
-	struct zero_guest_report z;
+	struct zvmm_stats z; /* the zeroing, from libzvmm */
 	const struct vmm_devices *dev; /* the guest's own report */
 	unsigned int vcpus;
 	uint64_t mmio_exits;
-	double start; /* process start, on zero_now()'s clock */
+	double start; /* process start, on clock_now()'s clock */
 	double ready_ms; /* process start to the first vCPU entry */
 	/*
 	 * Where ready_ms went, in order: options and policy (and the guest
 	 * image, /dev/kvm, hugepages checked), then the memory's
-	 * (zero_guest_report: memory, record, engine), the page work before
+	 * (zvmm_stats: memory, record, engine), the page work before
 	 * start, KVM's VM, memslots and vCPUs, the loader, the vCPU start.
 	 */
 	double options_ms, prepare_ms, kvm_vm_ms, kvm_memslots_ms, kvm_vcpus_ms,

@@ -26,26 +26,18 @@ const uint64_t zero_calibrate_chunks[] = {
 const unsigned int zero_calibrate_nr_chunks =
 	sizeof(zero_calibrate_chunks) / sizeof(zero_calibrate_chunks[0]);
 
-double zero_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 double zero_time_pass(const struct zero_backend *b, void *base, uint64_t bytes,
 		      uint64_t extent)
 {
 	char *p = base;
 	uint64_t off, n;
-	double t0 = zero_now();
+	double t0 = clock_now();
 
 	for (off = 0; off < bytes; off += n) {
 		n = bytes - off < extent ? bytes - off : extent;
 		b->clear(p + off, n);
 	}
-	return zero_now() - t0;
+	return clock_now() - t0;
 }
 
 static int cmp_double(const void *a, const void *b)

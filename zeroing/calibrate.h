@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../lib/clock.h"
 #include "backend.h"
 
 /*
@@ -49,8 +50,6 @@ struct zero_profile {
 extern const uint64_t zero_calibrate_chunks[];
 extern const unsigned int zero_calibrate_nr_chunks;
 
-/* Seconds on CLOCK_MONOTONIC. */
-double zero_now(void);
 
 /*
  * Clears [base, base + bytes) with @b, one call per @extent bytes (the

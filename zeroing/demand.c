@@ -173,7 +173,7 @@ static int map_page(struct zero_demand *f, uint64_t page)
 	if (ret)
 		return ret;
 	if (f->pending[page] > 0) {
-		double us = (zero_now() - f->pending[page]) * 1e6;
+		double us = (clock_now() - f->pending[page]) * 1e6;
 
 		if (f->nr_lat < f->mem->nr_pages)
 			f->lat_us[f->nr_lat++] = us;
@@ -219,7 +219,7 @@ static int serve(struct zero_demand *f, uint64_t page)
 		return 0; /* its scrub is under way; one CONTINUE wakes all */
 	if (s == ZP_MAPPED)
 		return map_page(f, page); /* a late duplicate: EEXIST, wake */
-	f->pending[page] = zero_now();
+	f->pending[page] = clock_now();
 	if (s == ZP_ZERO)
 		return map_page(f, page);
 	ret = zero_engine_demand_async(f->engine, page);
@@ -265,7 +265,7 @@ int zero_demand_read(struct zero_demand *f)
 			 */
 			if (ret) {
 				if (!f->pending[page])
-					f->pending[page] = zero_now();
+					f->pending[page] = clock_now();
 				continue;
 			}
 			err = serve(f, page);
@@ -274,7 +274,7 @@ int zero_demand_read(struct zero_demand *f)
 				       (unsigned long long)addr,
 				       strerror(-err));
 			if (err && !f->pending[page])
-				f->pending[page] = zero_now();
+				f->pending[page] = clock_now();
 			ret = err;
 		}
 		if (ret)
@@ -332,7 +332,7 @@ int zero_demand_complete(struct zero_demand *f)
 	return 0;
 }
 
-static void zero_now_here(struct zero_demand *f, uint64_t page,
+static void clock_now_here(struct zero_demand *f, uint64_t page,
 			  arch_clear_fn clear)
 {
 	struct zero_mem *m = f->mem;
@@ -369,14 +369,14 @@ void zero_demand_drain(struct zero_demand *f, arch_clear_fn clear)
 				(uint64_t)(uintptr_t)f->mem->guest) /
 			       f->mem->page_bytes;
 			if (!f->pending[page])
-				f->pending[page] = zero_now();
+				f->pending[page] = clock_now();
 		}
 	/* A page that cannot be made zero now stays pending: it is tried
 	 * again at the next call, never dropped with its vCPU waiting. */
 	for (uint64_t p = 0; p < f->mem->nr_pages; p++) {
 		if (!f->pending[p])
 			continue;
-		zero_now_here(f, p, clear);
+		clock_now_here(f, p, clear);
 		(void)!map_page(f, p);
 	}
 }

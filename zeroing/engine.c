@@ -238,7 +238,7 @@ void zero_engine_progress(void *arg)
 {
 	struct zero_engine *e = arg;
 	struct zero_pool_stats s;
-	double el = zero_now() - e->t0, rate, left;
+	double el = clock_now() - e->t0, rate, left;
 	char a[32], b[32];
 	uint64_t done;
 
@@ -266,7 +266,7 @@ int zero_engine_prezero(struct zero_engine *e, struct zero_prezero_report *r)
 	int ret = 0, err;
 
 	zero_engine_stats(e, &s0);
-	e->t0 = zero_now();
+	e->t0 = clock_now();
 	e->phase = "prezero";
 	e->progress_done = false;
 	start_pools(e, 0, false);
@@ -275,11 +275,11 @@ int zero_engine_prezero(struct zero_engine *e, struct zero_prezero_report *r)
 		if (err && !ret)
 			ret = err;
 	}
-	if (e->progress && zero_now() - e->t0 >= 1.0)
+	if (e->progress && clock_now() - e->t0 >= 1.0)
 		fprintf(stderr, "\r\033[K");
 	zero_engine_stats(e, &s1);
 	memset(r, 0, sizeof(*r));
-	r->seconds = zero_now() - e->t0;
+	r->seconds = clock_now() - e->t0;
 	r->scrub_bytes = s1.scrub_bytes - s0.scrub_bytes;
 	r->populate_bytes = s1.populate_bytes - s0.populate_bytes;
 	if (r->seconds > 0)
@@ -329,7 +329,7 @@ static void start_pools(struct zero_engine *e, uint64_t rate_limit,
 
 void zero_engine_start_background(struct zero_engine *e, uint64_t rate_limit)
 {
-	e->t0 = zero_now();
+	e->t0 = clock_now();
 	e->phase = "background scrub";
 	e->progress_done = false;
 	start_pools(e, rate_limit, true);

@@ -125,7 +125,7 @@ int zero_guest_open(const struct zero_guest_cfg *cfg, struct zero_guest **out,
 {
 	struct zero_engine_cfg ec = { 0 };
 	struct zero_guest *g;
-	double t = zero_now(), t1;
+	double t = clock_now(), t1;
 	int ret;
 
 	g = calloc(1, sizeof(*g));
@@ -138,12 +138,12 @@ int zero_guest_open(const struct zero_guest_cfg *cfg, struct zero_guest **out,
 	ret = zero_mem_create(&cfg->mem, &g->mem, err, len);
 	if (ret)
 		goto fail;
-	t1 = zero_now();
+	t1 = clock_now();
 	g->open_s[0] = t1 - t;
 	ret = take_record(g, err, len);
 	if (ret)
 		goto fail;
-	t = zero_now();
+	t = clock_now();
 	g->open_s[1] = t - t1;
 	ec.pol = &g->pol;
 	ec.mem = g->mem;
@@ -153,7 +153,7 @@ int zero_guest_open(const struct zero_guest_cfg *cfg, struct zero_guest **out,
 	ret = zero_engine_create(&ec, &g->engine, err, len);
 	if (ret)
 		goto fail;
-	g->open_s[2] = zero_now() - t;
+	g->open_s[2] = clock_now() - t;
 	g->layout = (struct zero_guest_layout){
 		.guest = g->mem->guest,
 		.bytes = g->mem->bytes,
@@ -437,6 +437,7 @@ void zero_guest_report(struct zero_guest *g, struct zero_guest_report *r)
 		r->demand.busy_max_us =
 			zero_demand_busy_latency(&g->demand, 1.0);
 	}
+	r->background_active = st1.bg_active;
 	r->pool = g->mem->pool;
 	r->record_clean = g->record_clean;
 	r->record_written = g->record_written;

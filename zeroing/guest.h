@@ -64,6 +64,7 @@ struct zero_guest_report {
 	} demand;
 	uint64_t background_bytes;
 	double background_seconds;
+	bool background_active;
 	bool pool, record_clean, record_written;
 	const char *on_exit; /* what on_exit did: NULL when not applied */
 	uint64_t exit_bytes;

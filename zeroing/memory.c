@@ -73,14 +73,15 @@ int zero_mem_pool_pages(const char *path, uint64_t page_bytes, uint64_t *pages,
 	return 0;
 }
 
-static int check_mount(const char *pool, uint64_t page_bytes, char *err,
+/* @pool names the pool in messages; @fd >= 0 is checked instead of it. */
+static int check_mount(const char *pool, int fd, uint64_t page_bytes, char *err,
 		       size_t len)
 {
 	char dir[PATH_MAX], a[32], b[32];
 	struct statfs sfs;
 
 	snprintf(dir, sizeof(dir), "%s", pool);
-	if (statfs(dirname(dir), &sfs)) {
+	if (fd >= 0 ? fstatfs(fd, &sfs) : statfs(dirname(dir), &sfs)) {
 		int e = errno;
 
 		snprintf(err, len, "--pool %s: cannot reach its directory: %s",
@@ -227,8 +228,30 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 					  sizeof(path)));
 		return -ENOENT;
 	}
-	if (o->pool_path) {
-		ret = check_mount(o->pool_path, o->page_bytes, err, len);
+	if (o->has_fd) {
+		struct stat st;
+
+		/* No lock probe: flock(2) on the caller's own open file
+		 * would share (and on unlock drop) a lock the caller holds. */
+		snprintf(path, sizeof(path), "fd %d", o->fd);
+		ret = check_mount(path, o->fd, o->page_bytes, err, len);
+		if (ret)
+			return ret;
+		if (fstat(o->fd, &st)) {
+			ret = -errno;
+			snprintf(err, len, "%s: %s", path, strerror(-ret));
+			return ret;
+		}
+		fbytes = (uint64_t)st.st_size;
+		have = held_pages(&st, o->page_bytes);
+		if (fbytes && fbytes != o->bytes) {
+			snprintf(err, len, "%s holds %s, but %s was asked for",
+				 path, size_format(fbytes, a, sizeof(a)),
+				 size_format(o->bytes, b, sizeof(b)));
+			return -EINVAL;
+		}
+	} else if (o->pool_path) {
+		ret = check_mount(o->pool_path, -1, o->page_bytes, err, len);
 		if (!ret)
 			ret = probe_pool_lock(o->pool_path, err, len);
 		if (ret)
@@ -259,7 +282,7 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 	 * reserved pages may be the file's; mmap() makes the exact check
 	 * and fails cleanly when they are another's.
 	 */
-	if (o->pool_path && fbytes)
+	if ((o->pool_path || o->has_fd) && fbytes)
 		avail = nfree;
 	if ((long)need <= avail)
 		return 0;
@@ -298,6 +321,29 @@ static int open_backing(const struct zero_mem_opts *o, struct zero_mem *m,
 	struct stat st;
 	int e;
 
+	if (o->has_fd) {
+		snprintf(m->path, sizeof(m->path), "fd %d", o->fd);
+		m->pool = true;
+		m->caller_fd = true;
+		m->fd = fcntl(o->fd, F_DUPFD_CLOEXEC, 3);
+		if (m->fd < 0)
+			goto err_errno;
+		e = lock_pool(m->fd, m->path, err, len);
+		if (e)
+			return e;
+		if (fstat(m->fd, &st))
+			goto err_errno;
+		if (!st.st_size && !st.st_blocks) {
+			if (ftruncate(m->fd, (off_t)o->bytes))
+				goto err_errno;
+			m->created = true;
+		} else if ((uint64_t)st.st_size != o->bytes) {
+			snprintf(err, len, "%s is not a file of %llu bytes",
+				 m->path, (unsigned long long)o->bytes);
+			return -EINVAL;
+		}
+		return 0;
+	}
 	if (!o->pool_path) {
 		e = zvmm_inject("memfd");
 		if (e) {
@@ -362,8 +408,7 @@ static int open_backing(const struct zero_mem_opts *o, struct zero_mem *m,
 err_errno:
 	e = errno;
 	snprintf(err, len, "cannot create guest memory%s%s: %s",
-		 o->pool_path ? " in " : "", o->pool_path ? o->pool_path : "",
-		 strerror(e));
+		 m->path[0] ? " in " : "", m->path, strerror(e));
 	return -e;
 }
 
@@ -436,7 +481,7 @@ fail_map:
 		"cannot map %llu bytes of hugetlb memory: %s (are enough hugepages free?)",
 		(unsigned long long)m->bytes, strerror(errno));
 fail:
-	if (m->created)
+	if (m->created && !m->caller_fd)
 		unlink(m->path);
 	zero_mem_destroy(m);
 	return ret;

@@ -27,6 +27,7 @@ struct zero_mem {
 	struct zero_pages *pages;
 	bool pool; /* a named pool file */
 	bool created; /* the pool file was created by this process */
+	bool caller_fd; /* opened by the caller: never unlinked here */
 	char path[PATH_MAX];
 };
 

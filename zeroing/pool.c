@@ -125,7 +125,7 @@ static void finish_pass_locked(struct zero_pool *pool)
 {
 	if (pool->bg_active && pool->bg_cursor >= pool->bg_end && !pool->jobs) {
 		pool->bg_active = false;
-		pool->bg_stop = zero_now();
+		pool->bg_stop = clock_now();
 		pthread_cond_broadcast(&pool->done);
 	}
 }
@@ -190,7 +190,7 @@ static void cancel_locked(struct zero_pool *pool)
 
 	pool->cancelled = true;
 	if (pool->bg_active)
-		pool->bg_stop = zero_now();
+		pool->bg_stop = clock_now();
 	pool->bg_active = false;
 	for (j = pool->jobs; j; j = next) {
 		next = j->next;
@@ -334,7 +334,7 @@ static void *worker(void *arg)
 				pool->bg_start +
 				(double)pool->bg_claimed / (double)pool->rate;
 
-			if (due > zero_now()) {
+			if (due > clock_now()) {
 				/* Woken early by demand work, it is served
 				 * first on the next pick. */
 				abs_time(due, &ts);
@@ -466,7 +466,7 @@ void zero_pool_start(struct zero_pool *pool, uint64_t rate_limit,
 	pool->bg_cursor = pool->cfg.first_page;
 	pool->bg_end = pool->cfg.first_page + pool->cfg.nr_pages;
 	pool->bg_claimed = 0;
-	pool->bg_start = zero_now();
+	pool->bg_start = clock_now();
 	pool->bg_active = true;
 	pthread_cond_broadcast(&pool->work);
 	pthread_mutex_unlock(&pool->lock);
@@ -488,7 +488,7 @@ int zero_pool_wait(struct zero_pool *pool, void (*progress)(void *arg),
 	pthread_mutex_lock(&pool->lock);
 	/* After a cancel, until every page in hand is settled. */
 	while (pool->bg_active || pool->jobs) {
-		abs_time(zero_now() + 0.1, &ts);
+		abs_time(clock_now() + 0.1, &ts);
 		pthread_cond_timedwait(&pool->done, &pool->lock, &ts);
 		if (progress) {
 			pthread_mutex_unlock(&pool->lock);
@@ -649,7 +649,7 @@ void zero_pool_get_stats(struct zero_pool *pool, struct zero_pool_stats *s)
 	s->bg_active = pool->bg_active;
 	s->bg_seconds = !pool->bg_start ?
 				0 :
-				(pool->bg_active ? zero_now() : pool->bg_stop) -
+				(pool->bg_active ? clock_now() : pool->bg_stop) -
 					pool->bg_start;
 	pthread_mutex_unlock(&pool->lock);
 	for (uint64_t p = pool->cfg.first_page;

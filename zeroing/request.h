@@ -16,6 +16,12 @@ struct zero_mem_opts {
 	uint64_t page_bytes; /* 2 MiB or 1 GiB */
 	const char *pool_path; /* NULL: anonymous memfd */
 	/*
+	 * A hugetlb file the caller opened (has_fd): treated as a pool,
+	 * through a duplicate of @fd; pool_path is then NULL.
+	 */
+	bool has_fd;
+	int fd;
+	/*
 	 * Tests only: a shmem memfd with "pages" of any multiple of 4 KiB,
 	 * so the pool's threading can be exercised without hugepages.
 	 */

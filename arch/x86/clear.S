@@ -11,6 +11,7 @@
 
 #define FUNC(name)		\
 	.globl name;		\
+	.hidden name;		\
 	.type name, @function;	\
 	.p2align 5;		\
 name:

@@ -1,0 +1,559 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libzvmm's public API (include/zvmm/zvmm.h) over the lifecycle of
+ * zeroing/guest.h. This file is the whole of what the shared library
+ * exports; everything else is hidden by -fvisibility=hidden and the
+ * version script (api/libzvmm.map).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "../include/zvmm/zvmm.h"
+#include "../lib/log.h"
+#include "../zeroing/calibrate.h"
+#include "../zeroing/guest.h"
+#include "../zeroing/hugetlb.h"
+#include "../zeroing/policy.h"
+
+struct zvmm_policy {
+	struct zero_policy pol;
+};
+
+struct zvmm_reservation {
+	struct zero_hugetlb_resv resv;
+};
+
+struct zvmm_guest {
+	struct zero_guest *g;
+	int epoll_fd; /* the guest's poll fds, -1: none (prezero) */
+	/* zvmm_guest_serve_thread() */
+	pthread_t thread;
+	bool thread_on;
+	int wake_fd; /* ends the thread */
+	int thread_err;
+	void (*on_error)(void *arg, int err);
+	void *on_error_arg;
+	double open_ms;
+};
+
+const char *zvmm_version(void)
+{
+	return ZVMM_VERSION;
+}
+
+/* ---------------------------------------------------------------- log */
+
+static zvmm_log_fn *user_log;
+static void *user_log_arg;
+
+static void to_user(void *arg, enum log_level level, const char *msg)
+{
+	static const enum zvmm_log_level map[] = {
+		[LOG_ERR] = ZVMM_LOG_ERROR,
+		[LOG_WARN] = ZVMM_LOG_WARNING,
+		[LOG_INFO] = ZVMM_LOG_INFO,
+		[LOG_DEBUG] = ZVMM_LOG_DEBUG,
+	};
+
+	(void)arg;
+	user_log(user_log_arg, map[level], msg);
+}
+
+void zvmm_set_log(zvmm_log_fn *fn, void *arg, enum zvmm_log_level max)
+{
+	static const enum log_level map[] = {
+		[ZVMM_LOG_ERROR] = LOG_ERR,
+		[ZVMM_LOG_WARNING] = LOG_WARN,
+		[ZVMM_LOG_INFO] = LOG_INFO,
+		[ZVMM_LOG_DEBUG] = LOG_DEBUG,
+	};
+
+	user_log = fn;
+	user_log_arg = arg;
+	log_level = max <= ZVMM_LOG_DEBUG ? map[max] : LOG_DEBUG;
+	log_set_sink(fn ? to_user : NULL, NULL);
+}
+
+/* Logs @err (a message the internals wrote) when @ret is an error. */
+static int fail(int ret, const char *err)
+{
+	if (ret && ret != -ECANCELED && err[0])
+		pr_err("%s", err);
+	return ret;
+}
+
+/* ------------------------------------------------------------- policy */
+
+int zvmm_policy_new(struct zvmm_policy **out)
+{
+	struct zvmm_policy *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	zero_policy_defaults(&p->pol);
+	*out = p;
+	return 0;
+}
+
+int zvmm_policy_load(struct zvmm_policy *p, const char *path)
+{
+	struct zero_policy tmp = p->pol;
+	char err[512] = "";
+	int ret;
+
+	if (!path)
+		return -EINVAL;
+	ret = zero_policy_load(&tmp, path, err, sizeof(err));
+	if (!ret)
+		p->pol = tmp;
+	return fail(ret, err);
+}
+
+int zvmm_policy_set(struct zvmm_policy *p, const char *key, const char *value)
+{
+	struct zero_policy tmp = p->pol;
+	char err[512] = "", *assign;
+	int ret;
+
+	if (!key || !value)
+		return -EINVAL;
+	if (asprintf(&assign, "%s=%s", key, value) < 0)
+		return -ENOMEM;
+	ret = zero_policy_set(&tmp, assign, err, sizeof(err));
+	free(assign);
+	if (!ret)
+		p->pol = tmp;
+	return fail(ret, err);
+}
+
+int zvmm_policy_format(const struct zvmm_policy *p, char *buf, size_t len)
+{
+	char *text = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&text, &n);
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	zero_policy_print(&p->pol, f);
+	if (fclose(f)) {
+		free(text);
+		return -ENOMEM;
+	}
+	ret = n < len ? (int)n : -ENOSPC;
+	if (ret >= 0)
+		memcpy(buf, text, n + 1);
+	free(text);
+	return ret;
+}
+
+void zvmm_policy_free(struct zvmm_policy *p)
+{
+	free(p);
+}
+
+/* ------------------------------------------------------------- memory */
+
+static int mem_opts(const struct zvmm_mem *mem, struct zero_mem_opts *o)
+{
+	if (!mem || (mem->pool_path && mem->fd >= 0)) {
+		pr_err("guest memory is a pool file or a caller's fd, not both");
+		return -EINVAL;
+	}
+	*o = (struct zero_mem_opts){ .bytes = mem->bytes,
+				     .page_bytes = mem->page_bytes,
+				     .pool_path = mem->pool_path,
+				     .has_fd = mem->fd >= 0,
+				     .fd = mem->fd };
+	return 0;
+}
+
+int zvmm_mem_check(const struct zvmm_mem *mem)
+{
+	struct zero_mem_opts o;
+	char err[512] = "";
+	int ret = mem_opts(mem, &o);
+
+	if (ret)
+		return ret;
+	return fail(zero_guest_preflight(&o, err, sizeof(err)), err);
+}
+
+int zvmm_hugepages_reserve(uint64_t page_bytes, uint64_t nr,
+			   struct zvmm_reservation **out)
+{
+	struct zvmm_reservation *r = calloc(1, sizeof(*r));
+	int ret;
+
+	if (!r)
+		return -ENOMEM;
+	r->resv = (struct zero_hugetlb_resv)ZERO_HUGETLB_RESV_INIT;
+	ret = zero_hugetlb_reserve(page_bytes, (long)nr, &r->resv);
+	if (ret) {
+		free(r);
+		return ret;
+	}
+	*out = r;
+	return 0;
+}
+
+void zvmm_hugepages_release(struct zvmm_reservation *r)
+{
+	if (!r)
+		return;
+	zero_hugetlb_release(&r->resv);
+	free(r);
+}
+
+/* -------------------------------------------------------------- guest */
+
+int zvmm_guest_open(const struct zvmm_mem *mem, const struct zvmm_policy *pol,
+		    struct zvmm_guest **out)
+{
+	struct zero_guest_cfg cfg = { .pol = pol ? &pol->pol : NULL,
+				      .quiet = true };
+	struct zero_policy defaults;
+	struct zvmm_guest *v;
+	char err[512] = "";
+	double t0 = clock_now();
+	int ret;
+
+	ret = mem_opts(mem, &cfg.mem);
+	if (ret)
+		return ret;
+	if (!pol) {
+		zero_policy_defaults(&defaults);
+		cfg.pol = &defaults;
+	}
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	v->epoll_fd = -1;
+	v->wake_fd = -1;
+	ret = zero_guest_preflight(&cfg.mem, err, sizeof(err));
+	if (!ret)
+		ret = zero_guest_open(&cfg, &v->g, err, sizeof(err));
+	if (ret) {
+		free(v);
+		return fail(ret, err);
+	}
+	v->open_ms = (clock_now() - t0) * 1e3;
+	*out = v;
+	return 0;
+}
+
+void zvmm_guest_memory(const struct zvmm_guest *v, void **addr, uint64_t *bytes)
+{
+	const struct zero_guest_layout *l = zero_guest_layout(v->g);
+
+	*addr = l->guest;
+	*bytes = l->bytes;
+}
+
+static int make_epoll(struct zvmm_guest *v)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int fds[2];
+
+	zero_guest_poll_fds(v->g, fds);
+	if (fds[0] < 0 && fds[1] < 0)
+		return 0;
+	v->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (v->epoll_fd < 0)
+		return -errno;
+	for (int i = 0; i < 2; i++)
+		if (fds[i] >= 0 &&
+		    epoll_ctl(v->epoll_fd, EPOLL_CTL_ADD, fds[i], &ev))
+			return -errno;
+	return 0;
+}
+
+int zvmm_guest_prepare(struct zvmm_guest *v, uint64_t boot_bytes)
+{
+	char err[512] = "";
+	int ret;
+
+	if (v->epoll_fd >= 0)
+		return -EALREADY;
+	ret = zero_guest_prepare(v->g, boot_bytes, err, sizeof(err));
+	if (!ret) {
+		ret = make_epoll(v);
+		if (ret)
+			snprintf(err, sizeof(err), "epoll: %s", strerror(-ret));
+	}
+	return fail(ret, err);
+}
+
+void zvmm_guest_start(struct zvmm_guest *v)
+{
+	zero_guest_start(v->g);
+}
+
+int zvmm_guest_fd(const struct zvmm_guest *v)
+{
+	return v->epoll_fd;
+}
+
+int zvmm_guest_process(struct zvmm_guest *v)
+{
+	struct epoll_event ev[2];
+
+	/* Drain the readiness so a level-triggered poller sleeps again;
+	 * zero_guest_serve() reads every source itself. */
+	if (v->epoll_fd >= 0)
+		(void)!epoll_wait(v->epoll_fd, ev, 2, 0);
+	return zero_guest_serve(v->g);
+}
+
+static void *serve_thread(void *arg)
+{
+	struct zvmm_guest *v = arg;
+	struct pollfd p[2] = { { .fd = v->epoll_fd, .events = POLLIN },
+			       { .fd = v->wake_fd, .events = POLLIN } };
+
+	for (;;) {
+		int ret = poll(p, 2, -1);
+
+		if (ret < 0 && errno == EINTR)
+			continue;
+		if (ret < 0) {
+			ret = -errno;
+		} else {
+			if (p[1].revents)
+				return NULL;
+			ret = zvmm_guest_process(v);
+		}
+		if (ret) {
+			v->thread_err = ret;
+			pr_err("serving guest memory failed: %s",
+			       strerror(-ret));
+			zero_guest_cancel(v->g);
+			if (v->on_error)
+				v->on_error(v->on_error_arg, ret);
+			return NULL;
+		}
+	}
+}
+
+int zvmm_guest_serve_thread(struct zvmm_guest *v,
+			    void (*on_error)(void *arg, int err), void *arg)
+{
+	int ret;
+
+	if (v->epoll_fd < 0)
+		return 0; /* prezero: nothing to serve */
+	if (v->thread_on)
+		return -EALREADY;
+	v->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (v->wake_fd < 0)
+		return -errno;
+	v->on_error = on_error;
+	v->on_error_arg = arg;
+	v->thread_err = 0;
+	ret = -pthread_create(&v->thread, NULL, serve_thread, v);
+	if (ret) {
+		close(v->wake_fd);
+		v->wake_fd = -1;
+		return ret;
+	}
+	v->thread_on = true;
+	return 0;
+}
+
+void zvmm_guest_cancel(struct zvmm_guest *v)
+{
+	zero_guest_cancel(v->g);
+}
+
+void zvmm_guest_rearm(struct zvmm_guest *v)
+{
+	zero_guest_rearm(v->g);
+}
+
+int zvmm_guest_stop(struct zvmm_guest *v)
+{
+	uint64_t one = 1;
+
+	if (v->thread_on) {
+		if (write(v->wake_fd, &one, sizeof(one)) != sizeof(one))
+			zero_guest_cancel(v->g);
+		pthread_join(v->thread, NULL);
+		close(v->wake_fd);
+		v->wake_fd = -1;
+		v->thread_on = false;
+	}
+	zero_guest_stop(v->g);
+	return v->thread_err;
+}
+
+int zvmm_guest_exit(struct zvmm_guest *v)
+{
+	char err[512] = "";
+
+	return fail(zero_guest_exit(v->g, err, sizeof(err)), err);
+}
+
+int zvmm_guest_prezero(struct zvmm_guest *v)
+{
+	struct zero_prezero_report r;
+
+	return zero_guest_prezero(v->g, &r);
+}
+
+static void copy(char *dst, size_t len, const char *src)
+{
+	snprintf(dst, len, "%s", src ? src : "");
+}
+
+void zvmm_guest_stats(struct zvmm_guest *v, struct zvmm_stats *s)
+{
+	const struct zero_guest_layout *l = zero_guest_layout(v->g);
+	struct zero_guest_report r;
+
+	zero_guest_report(v->g, &r);
+	memset(s, 0, sizeof(*s));
+	copy(s->mode, sizeof(s->mode), r.mode);
+	copy(s->backend, sizeof(s->backend), r.backend);
+	copy(s->backend_from, sizeof(s->backend_from), r.backend_from);
+	s->workers = r.workers;
+	s->chunk_bytes = r.chunk;
+	s->bytes = l->bytes;
+	s->page_bytes = l->page_bytes;
+	s->pages = r.pages;
+	s->zero_pages = r.zero_pages;
+	s->dirty_pages = r.dirty_pages;
+	s->open_ms = v->open_ms;
+	s->open_memory_ms = r.open_memory_ms;
+	s->open_record_ms = r.open_record_ms;
+	s->open_engine_ms = r.open_engine_ms;
+	s->prezero_scrub_bytes = r.prezero.scrub_bytes;
+	s->prezero_populate_bytes = r.prezero.populate_bytes;
+	s->prezero_seconds = r.prezero.seconds;
+	s->prezero_gbps = r.prezero.gbps;
+	s->faults = r.demand.faults;
+	s->fault_pages = r.demand.pages;
+	s->fault_scrubbed_pages = r.demand.scrubbed_pages;
+	s->ahead_pages = r.demand.ahead_pages;
+	s->fault_bytes = r.demand.bytes;
+	s->fault_p50_us = r.demand.p50_us;
+	s->fault_p99_us = r.demand.p99_us;
+	s->fault_max_us = r.demand.max_us;
+	s->busy_faults = r.demand.busy_faults;
+	s->busy_p50_us = r.demand.busy_p50_us;
+	s->busy_p99_us = r.demand.busy_p99_us;
+	s->busy_max_us = r.demand.busy_max_us;
+	s->background_bytes = r.background_bytes;
+	s->background_seconds = r.background_seconds;
+	s->background_active = r.background_active;
+	s->pool = r.pool;
+	s->record_clean = r.record_clean;
+	s->record_written = r.record_written;
+	copy(s->on_exit, sizeof(s->on_exit), r.on_exit);
+	s->exit_bytes = r.exit_bytes;
+	s->exit_seconds = r.exit_seconds;
+}
+
+static void add_u64(json_object *o, const char *k, uint64_t v)
+{
+	json_object_object_add(o, k, json_object_new_uint64(v));
+}
+
+static void add_f(json_object *o, const char *k, double v)
+{
+	json_object_object_add(o, k, json_object_new_double(v));
+}
+
+static json_object *stats_json(const struct zvmm_stats *s)
+{
+	json_object *o = json_object_new_object();
+	json_object *pz = json_object_new_object();
+	json_object *d = json_object_new_object();
+	json_object *bg = json_object_new_object();
+	json_object *pool = json_object_new_object();
+
+	json_object_object_add(o, "mode", json_object_new_string(s->mode));
+	json_object_object_add(o, "backend",
+			       json_object_new_string(s->backend));
+	json_object_object_add(o, "backend_from",
+			       json_object_new_string(s->backend_from));
+	add_u64(o, "workers", s->workers);
+	add_u64(o, "chunk_bytes", s->chunk_bytes);
+	add_u64(o, "bytes", s->bytes);
+	add_u64(o, "page_bytes", s->page_bytes);
+	add_u64(o, "pages", s->pages);
+	add_u64(o, "zero_pages", s->zero_pages);
+	add_u64(o, "dirty_pages", s->dirty_pages);
+	add_f(o, "open_ms", s->open_ms);
+	add_u64(pz, "scrub_bytes", s->prezero_scrub_bytes);
+	add_u64(pz, "populate_bytes", s->prezero_populate_bytes);
+	add_f(pz, "seconds", s->prezero_seconds);
+	add_f(pz, "gbps", s->prezero_gbps);
+	json_object_object_add(o, "prezero", pz);
+	add_u64(d, "faults", s->faults);
+	add_u64(d, "pages", s->fault_pages);
+	add_u64(d, "scrubbed_pages", s->fault_scrubbed_pages);
+	add_u64(d, "ahead_pages", s->ahead_pages);
+	add_u64(d, "bytes", s->fault_bytes);
+	add_f(d, "p50_us", s->fault_p50_us);
+	add_f(d, "p99_us", s->fault_p99_us);
+	add_f(d, "max_us", s->fault_max_us);
+	json_object_object_add(o, "demand", d);
+	add_u64(bg, "bytes", s->background_bytes);
+	add_f(bg, "seconds", s->background_seconds);
+	json_object_object_add(bg, "active",
+			       json_object_new_boolean(s->background_active));
+	json_object_object_add(o, "background", bg);
+	json_object_object_add(pool, "file", json_object_new_boolean(s->pool));
+	json_object_object_add(pool, "record_clean",
+			       json_object_new_boolean(s->record_clean));
+	json_object_object_add(pool, "record_written",
+			       json_object_new_boolean(s->record_written));
+	json_object_object_add(pool, "on_exit",
+			       json_object_new_string(s->on_exit));
+	add_u64(pool, "on_exit_bytes", s->exit_bytes);
+	add_f(pool, "on_exit_seconds", s->exit_seconds);
+	json_object_object_add(o, "pool", pool);
+	return o;
+}
+
+int zvmm_guest_stats_json(struct zvmm_guest *v, char *buf, size_t len)
+{
+	struct zvmm_stats s;
+	json_object *o;
+	const char *text;
+	size_t n;
+	int ret;
+
+	zvmm_guest_stats(v, &s);
+	o = stats_json(&s);
+	if (!o)
+		return -ENOMEM;
+	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	n = text ? strlen(text) : 0;
+	ret = !text ? -ENOMEM : n < len ? (int)n : -ENOSPC;
+	if (ret >= 0)
+		memcpy(buf, text, n + 1);
+	json_object_put(o);
+	return ret;
+}
+
+void zvmm_guest_close(struct zvmm_guest *v)
+{
+	if (!v)
+		return;
+	if (v->thread_on)
+		(void)zvmm_guest_stop(v);
+	if (v->epoll_fd >= 0)
+		close(v->epoll_fd);
+	zero_guest_close(v->g);
+	free(v);
+}

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZVMM_ZVMM_H
+#define ZVMM_ZVMM_H
+
+/*
+ * libzvmm: zvmm's zeroing engine for a VMM to embed. It owns a guest's
+ * hugepage memory from open to close and keeps one promise: the guest
+ * never reads a byte that anyone else wrote, and nothing the guest
+ * wrote is changed while it runs.
+ *
+ *   zvmm_guest_open()      lock and map the memory, classify its pages
+ *   zvmm_guest_memory()    the mapping to give KVM (a memslot)
+ *   zvmm_guest_prepare()   the policy's work before the first vCPU runs
+ *   zvmm_guest_start()     the vCPUs run: hybrid's background starts
+ *   zvmm_guest_fd() +
+ *   zvmm_guest_process()   serve first touches from your event loop
+ *                          (or zvmm_guest_serve_thread(): our thread)
+ *   zvmm_guest_stop()      the run is over: no vCPU is left waiting
+ *   zvmm_guest_exit()      the guest is gone: the policy's on_exit
+ *   zvmm_guest_close()     unmap, unlock
+ *
+ * Every function returns 0 (or a count) on success and a negative errno
+ * on failure; what went wrong, and what to do, goes to the log callback
+ * (zvmm_set_log()), never to stdout or stderr. The library never exits
+ * the process. Thread safety is stated per function: unless a function
+ * says otherwise, calls on one struct zvmm_guest come from one thread at
+ * a time, in the order above.
+ *
+ * Guest memory is hugetlb memory: 2 MiB or 1 GiB pages that the kernel
+ * has reserved (nr_hugepages). Demand and hybrid policies serve a
+ * vCPU's first touch of a page through userfaultfd, which needs
+ * /proc/sys/vm/unprivileged_userfaultfd = 1 or CAP_SYS_PTRACE.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZVMM_VERSION_MAJOR 0
+#define ZVMM_VERSION_MINOR 1
+#define ZVMM_VERSION_PATCH 0
+#define ZVMM_VERSION "0.1.0"
+
+#if defined(__GNUC__) && !defined(ZVMM_STATIC)
+#define ZVMM_API __attribute__((visibility("default")))
+#else
+#define ZVMM_API
+#endif
+
+/* The library's version, "MAJOR.MINOR.PATCH": may differ from the
+ * header's ZVMM_VERSION when the shared library was upgraded. Any
+ * thread. */
+ZVMM_API const char *zvmm_version(void);
+
+/* ---------------------------------------------------------------- log */
+
+enum zvmm_log_level {
+	ZVMM_LOG_ERROR,
+	ZVMM_LOG_WARNING,
+	ZVMM_LOG_INFO,
+	ZVMM_LOG_DEBUG,
+};
+
+/* @msg is one line without a newline, valid during the call only. */
+typedef void zvmm_log_fn(void *arg, enum zvmm_log_level level, const char *msg);
+
+/*
+ * Sends the library's messages up to @max to @fn (NULL: nowhere, the
+ * default). Process-wide; call it before the first zvmm_guest_open().
+ * @fn may be called from the library's threads, so it must be
+ * thread-safe.
+ */
+ZVMM_API void zvmm_set_log(zvmm_log_fn *fn, void *arg, enum zvmm_log_level max);
+
+/* ------------------------------------------------------------- policy */
+
+/*
+ * A zeroing policy: the keys of zvmm.conf(5) ([zeroing] mode, backend,
+ * workers, chunk, rate_limit; [pool] fresh, on_exit; [numa] policy,
+ * nodes). A new policy holds the defaults (hybrid, backend auto). One
+ * thread at a time per policy; a policy may be freed once
+ * zvmm_guest_open() returned.
+ */
+struct zvmm_policy;
+
+ZVMM_API int zvmm_policy_new(struct zvmm_policy **out);
+
+/*
+ * Reads a policy file over @p. -EINVAL when the file is malformed (the
+ * log says file:line and the fix), -errno when it cannot be read. @p is
+ * unchanged on failure.
+ */
+ZVMM_API int zvmm_policy_load(struct zvmm_policy *p, const char *path);
+
+/*
+ * Sets one key, named "section.key" ("zeroing.mode", "pool.on_exit"),
+ * to @value as the file would. -EINVAL for an unknown key or a bad
+ * value, @p unchanged.
+ */
+ZVMM_API int zvmm_policy_set(struct zvmm_policy *p, const char *key,
+			     const char *value);
+
+/*
+ * Writes @p as a policy file into @buf (NUL-terminated). Returns the
+ * length, or -ENOSPC when @len is too short (nothing useful written).
+ */
+ZVMM_API int zvmm_policy_format(const struct zvmm_policy *p, char *buf,
+				size_t len);
+
+/* Accepts NULL. */
+ZVMM_API void zvmm_policy_free(struct zvmm_policy *p);
+
+/* ------------------------------------------------------------- memory */
+
+#define ZVMM_PAGE_2M (2ULL << 20)
+#define ZVMM_PAGE_1G (1ULL << 30)
+
+/*
+ * Guest memory, one of three kinds:
+ *  - pool_path NULL and fd -1: an anonymous hugetlb memfd the library
+ *    makes, fresh, gone at close;
+ *  - pool_path: a file on a hugetlbfs mount of page_bytes pages, created
+ *    when missing, kept warm between launches (see [pool] in
+ *    zvmm.conf(5));
+ *  - fd: a hugetlb file the caller opened (on hugetlbfs, or a memfd made
+ *    with MFD_HUGETLB), treated as a pool: any page it holds is someone
+ *    else's data until made zero. The library duplicates the fd; the
+ *    caller keeps and closes its own.
+ * A pool is locked (flock(2)) while open: a second open fails -EBUSY.
+ */
+struct zvmm_mem {
+	uint64_t bytes; /* a multiple of page_bytes */
+	uint64_t page_bytes; /* ZVMM_PAGE_2M or ZVMM_PAGE_1G */
+	const char *pool_path;
+	int fd; /* -1: none */
+};
+
+#define ZVMM_MEM_INIT(size, page) \
+	((struct zvmm_mem){ .bytes = (size), .page_bytes = (page), .fd = -1 })
+
+/*
+ * Checks that @mem can be had before anything is taken: sizes, the
+ * mount, enough free hugepages, a pool held by another launch. 0, or a
+ * negative errno with the reason logged. Any thread.
+ */
+ZVMM_API int zvmm_mem_check(const struct zvmm_mem *mem);
+
+/*
+ * Raises the kernel's hugepage pool by what @nr pages of @page_bytes
+ * still need (root only: -EACCES otherwise; -ENOMEM when the kernel
+ * cannot find them, the pool put back). zvmm_hugepages_release() puts
+ * back what this reservation added.
+ */
+struct zvmm_reservation;
+ZVMM_API int zvmm_hugepages_reserve(uint64_t page_bytes, uint64_t nr,
+				    struct zvmm_reservation **out);
+ZVMM_API void zvmm_hugepages_release(struct zvmm_reservation *r);
+
+/* -------------------------------------------------------------- guest */
+
+struct zvmm_guest;
+
+/*
+ * Opens @mem under @pol: locks a pool, maps it, classifies every page
+ * (zero, someone's data, or a hole the kernel zeroes), starts the
+ * policy's workers. Nothing is mapped into the guest yet. 0, or a
+ * negative errno (-EBUSY: the pool is in use; -ENOMEM: hugepages
+ * short) with nothing left behind.
+ */
+ZVMM_API int zvmm_guest_open(const struct zvmm_mem *mem,
+			     const struct zvmm_policy *pol,
+			     struct zvmm_guest **out);
+
+/*
+ * The guest mapping: give [*addr, *addr + *bytes) to KVM as guest
+ * memory (KVM_SET_USER_MEMORY_REGION). Valid until zvmm_guest_close().
+ * Never read or write it from the VMM before zvmm_guest_prepare(): a
+ * write there is the guest's, and a read may wait for a fault that no
+ * one serves.
+ */
+ZVMM_API void zvmm_guest_memory(const struct zvmm_guest *g, void **addr,
+				uint64_t *bytes);
+
+/*
+ * Before the first vCPU runs. prezero: every page made zero. demand and
+ * hybrid: the first @boot_bytes (what the VMM's loader writes) made
+ * zero; pages already known zero mapped; every other first touch comes
+ * to zvmm_guest_process(). After it the VMM may write its boot data
+ * into the first @boot_bytes. 0, -ECANCELED, or a negative errno.
+ */
+ZVMM_API int zvmm_guest_prepare(struct zvmm_guest *g, uint64_t boot_bytes);
+
+/* The vCPUs run: hybrid starts scrubbing in the background. */
+ZVMM_API void zvmm_guest_start(struct zvmm_guest *g);
+
+/*
+ * An fd to poll for POLLIN (epoll, io_uring, a plain poll loop): when it
+ * is readable, call zvmm_guest_process(). -1 under prezero, which needs
+ * no serving. Owned by the library.
+ */
+ZVMM_API int zvmm_guest_fd(const struct zvmm_guest *g);
+
+/*
+ * Serves what is ready and returns at once: first touches are answered
+ * from zero pages or handed to the workers, pages the workers finished
+ * are mapped and their vCPUs woken. 0, or a negative errno after which
+ * the run must stop (a worker failed under a waiting vCPU).
+ */
+ZVMM_API int zvmm_guest_process(struct zvmm_guest *g);
+
+/*
+ * Instead of zvmm_guest_fd()/zvmm_guest_process(): a thread of the
+ * library's own serves until zvmm_guest_stop(). @on_error, when not
+ * NULL, is called from that thread if serving fails: stop the vCPUs
+ * then. 0 (also under prezero, where there is nothing to serve and no
+ * thread starts) or a negative errno (-EALREADY when started).
+ */
+ZVMM_API int zvmm_guest_serve_thread(struct zvmm_guest *g,
+				     void (*on_error)(void *arg, int err),
+				     void *arg);
+
+/*
+ * Stops all work within one chunk. Any thread, any time (not from a
+ * signal handler); it stays cancelled until zvmm_guest_rearm().
+ */
+ZVMM_API void zvmm_guest_cancel(struct zvmm_guest *g);
+
+/*
+ * After a cancel ended the run: lets zvmm_guest_exit() work again. Call
+ * it once no vCPU runs, before listening for the next cancel.
+ */
+ZVMM_API void zvmm_guest_rearm(struct zvmm_guest *g);
+
+/*
+ * The run is over (the vCPUs are told to stop): the workers stop, and
+ * every first touch still pending is served here, so no vCPU stays
+ * caught. Call it again while vCPU threads are still leaving; each call
+ * serves what arrived since. Stops the serve thread. Returns the serve
+ * thread's error, if any, else 0.
+ */
+ZVMM_API int zvmm_guest_stop(struct zvmm_guest *g);
+
+/*
+ * The guest has exited and no vCPU is left: every page it could have
+ * written is its data from now on; then on_exit (release, keep, or
+ * scrub and record the pool as zero). 0, -ECANCELED, or a negative
+ * errno; on failure no record is written and the next open scrubs.
+ */
+ZVMM_API int zvmm_guest_exit(struct zvmm_guest *g);
+
+/*
+ * Without a guest: makes every page zero with the workers (a warm pool
+ * ready for the next launch). 0, -ECANCELED or a worker's error.
+ */
+ZVMM_API int zvmm_guest_prezero(struct zvmm_guest *g);
+
+/* What the zeroing did so far. */
+struct zvmm_stats {
+	char mode[16]; /* prezero, demand, hybrid */
+	char backend[24]; /* the clearing backend, "none" if unused */
+	char backend_from[16]; /* policy, profile, measured, none */
+	unsigned int workers;
+	uint64_t chunk_bytes;
+	uint64_t bytes, page_bytes, pages;
+	uint64_t zero_pages; /* zero now, mapped or not */
+	uint64_t dirty_pages; /* someone's data now */
+	double open_ms; /* zvmm_guest_open(), all of it */
+	double open_memory_ms, open_record_ms, open_engine_ms; /* its parts */
+	/* prezero (policy or zvmm_guest_prezero()) */
+	uint64_t prezero_scrub_bytes, prezero_populate_bytes;
+	double prezero_seconds, prezero_gbps;
+	/* first touches served: faults read, pages they asked for, pages
+	 * scrubbed for them, pages mapped ahead of any fault (hybrid) */
+	uint64_t faults, fault_pages, fault_scrubbed_pages, ahead_pages;
+	uint64_t fault_bytes; /* cleared by workers for faults */
+	double fault_p50_us, fault_p99_us, fault_max_us; /* read to mapped */
+	uint64_t busy_faults; /* those served while background work ran */
+	double busy_p50_us, busy_p99_us, busy_max_us;
+	/* hybrid's background */
+	uint64_t background_bytes;
+	double background_seconds;
+	bool background_active;
+	/* the pool and on_exit */
+	bool pool, record_clean, record_written;
+	char on_exit[16]; /* what on_exit did, "" before zvmm_guest_exit() */
+	uint64_t exit_bytes;
+	double exit_seconds;
+	uint64_t reserved[16]; /* zero; room for fields to come */
+};
+
+/*
+ * From the thread that makes the lifecycle calls (and serves), or from
+ * any thread once zvmm_guest_stop() returned.
+ */
+ZVMM_API void zvmm_guest_stats(struct zvmm_guest *g, struct zvmm_stats *s);
+
+/*
+ * The same as one JSON object into @buf (NUL-terminated). The length,
+ * or -ENOSPC when @len is too short.
+ */
+ZVMM_API int zvmm_guest_stats_json(struct zvmm_guest *g, char *buf, size_t len);
+
+/* Stops the workers, unmaps, unlocks. Accepts NULL. */
+ZVMM_API void zvmm_guest_close(struct zvmm_guest *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: MIT
+#include <time.h>
+
+#include "clock.h"
+
+double clock_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

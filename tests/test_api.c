@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libzvmm through its public header alone, as an embedding VMM uses it:
+ * the promise checked from the guest's side (a thread touching the
+ * guest mapping as a vCPU would), tenant after tenant on one pool, a
+ * caller's own memfd full of someone's data, marks the guest wrote
+ * while hybrid's background ran, both ways of serving; and what the
+ * library promises about itself: only zvmm_* exported, nothing printed,
+ * errors as -errno with the reason logged.
+ */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <criterion/redirect.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <linux/memfd.h>
+
+#include "../include/zvmm/zvmm.h"
+
+#define MIB (1ULL << 20)
+#define POOL_BYTES (32 * MIB)
+#define MNT "/tmp/zvmm-test-api"
+#define POOL MNT "/pool"
+#define STATE MNT ".state"
+#define MARKS 8 /* per page, at offsets zvmm does not sample */
+
+static struct zvmm_reservation *resv;
+static bool mounted;
+static char logged[4096]; /* the last messages the library logged */
+
+static void log_cb(void *arg, enum zvmm_log_level level, const char *msg)
+{
+	size_t n = strlen(logged);
+
+	(void)arg;
+	(void)level;
+	snprintf(logged + n, sizeof(logged) - n, "%s\n", msg);
+}
+
+static void setup(void)
+{
+	logged[0] = '\0';
+	zvmm_set_log(log_cb, NULL, ZVMM_LOG_INFO);
+	setenv("ZVMM_STATE_DIR", STATE, 1);
+}
+
+/* Root, hugepages for two pools' worth, a hugetlbfs mount of 2M pages. */
+static void need_pool(void)
+{
+	int ret;
+
+	if (geteuid())
+		cr_skip_test("needs root (hugetlbfs mount, hugepages)");
+	ret = zvmm_hugepages_reserve(ZVMM_PAGE_2M, 2 * POOL_BYTES / MIB / 2,
+				     &resv);
+	if (ret)
+		cr_skip_test("cannot reserve 32 free 2 MiB hugepages: %s",
+			     strerror(-ret));
+	mkdir(MNT, 0700);
+	if (mount("none", MNT, "hugetlbfs", 0, "pagesize=2M"))
+		cr_skip_test("cannot mount hugetlbfs at %s: %s", MNT,
+			     strerror(errno));
+	mounted = true;
+}
+
+static void teardown(void)
+{
+	unlink(POOL);
+	if (mounted)
+		umount(MNT);
+	mounted = false;
+	rmdir(MNT);
+	(void)!system("rm -rf " STATE);
+	zvmm_hugepages_release(resv);
+	resv = NULL;
+	zvmm_set_log(NULL, NULL, ZVMM_LOG_ERROR);
+}
+
+TestSuite(api, .init = setup, .fini = teardown, .timeout = 120);
+
+/* Offset of mark @k in page @p for tenant @seed: never a fixed sample. */
+static uint64_t mark_off(uint64_t p, unsigned int k, unsigned int seed)
+{
+	uint64_t x = (p * 0x9e3779b97f4a7c15ull) ^ (k * 0xbf58476d1ce4e5b9ull) ^
+		     (seed * 0x94d049bb133111ebull);
+
+	x ^= x >> 31;
+	return (x % (ZVMM_PAGE_2M / 8)) * 8;
+}
+
+struct toucher {
+	volatile uint64_t *mem;
+	uint64_t bytes;
+	unsigned int seed; /* writes marks when not 0 */
+	uint64_t skip_every; /* leaves page p alone when p % skip_every == 1 */
+	uint64_t foreign; /* words read that were not zero */
+};
+
+/* The vCPU: reads every word of every page it touches, then writes. */
+static void *touch(void *arg)
+{
+	struct toucher *t = arg;
+
+	for (uint64_t p = 0; p < t->bytes / ZVMM_PAGE_2M; p++) {
+		volatile uint64_t *w = t->mem + p * ZVMM_PAGE_2M / 8;
+
+		if (t->skip_every && p % t->skip_every == 1)
+			continue; /* a hole: never touched */
+		for (uint64_t i = 0; i < ZVMM_PAGE_2M / 8; i++)
+			t->foreign += w[i] != 0;
+		for (unsigned int k = 0; t->seed && k < MARKS; k++)
+			w[mark_off(p, k, t->seed) / 8] = 0x5a5a0000 + k + 1;
+	}
+	return NULL;
+}
+
+/* Arrays, not pointers: Criterion copies parameters into another
+ * process, where a pointer to a literal points nowhere. */
+struct launch {
+	char mode[12], on_exit[12];
+	bool event_loop; /* serve from our poll loop, not the library's */
+};
+
+/* One tenant: open, prepare, serve, touch from a thread, stop, exit. */
+static uint64_t tenant(const struct zvmm_mem *mem, const struct launch *l,
+		       unsigned int seed, uint64_t skip_every)
+{
+	struct toucher t = { .seed = seed, .skip_every = skip_every };
+	struct zvmm_policy *pol;
+	struct zvmm_guest *g;
+	pthread_t th;
+	void *addr;
+	int ret;
+
+	cr_assert_eq(zvmm_policy_new(&pol), 0);
+	cr_assert_eq(zvmm_policy_set(pol, "zeroing.mode", l->mode), 0, "%s",
+		     logged);
+	cr_assert_eq(zvmm_policy_set(pol, "pool.on_exit", l->on_exit), 0);
+	ret = zvmm_guest_open(mem, pol, &g);
+	zvmm_policy_free(pol);
+	cr_assert_eq(ret, 0, "open: %s: %s", strerror(-ret), logged);
+	cr_assert_eq(zvmm_guest_prepare(g, 0), 0, "%s", logged);
+	if (!l->event_loop && zvmm_guest_fd(g) >= 0)
+		cr_assert_eq(zvmm_guest_serve_thread(g, NULL, NULL), 0);
+	zvmm_guest_memory(g, &addr, &t.bytes);
+	t.mem = addr;
+	zvmm_guest_start(g);
+	pthread_create(&th, NULL, touch, &t);
+	if (l->event_loop && zvmm_guest_fd(g) >= 0) {
+		struct pollfd p = { .fd = zvmm_guest_fd(g), .events = POLLIN };
+
+		/* Until the vCPU is done: pthread_tryjoin_np is 0 then. */
+		while (pthread_tryjoin_np(th, NULL)) {
+			if (poll(&p, 1, 10) > 0)
+				cr_assert_eq(zvmm_guest_process(g), 0);
+		}
+	} else {
+		pthread_join(th, NULL);
+	}
+	cr_assert_eq(zvmm_guest_stop(g), 0);
+	cr_assert_eq(zvmm_guest_exit(g), 0, "on_exit: %s", logged);
+	zvmm_guest_close(g);
+	return t.foreign;
+}
+
+static struct launch launches[] = {
+	{ "prezero", "keep", false },	{ "demand", "keep", false },
+	{ "hybrid", "keep", false },	{ "demand", "scrub", false },
+	{ "hybrid", "scrub", true },	{ "demand", "release", true },
+	{ "hybrid", "release", false }, { "prezero", "scrub", true },
+};
+
+ParameterizedTestParameters(api, tenant_after_tenant)
+{
+	return cr_make_param_array(struct launch, launches,
+				   sizeof(launches) / sizeof(launches[0]));
+}
+
+/*
+ * Tenant A writes marks where zvmm never samples and leaves every third
+ * page a hole; tenants B and C, under every policy, read every word of
+ * every page: not one is A's.
+ */
+ParameterizedTest(struct launch *l, api, tenant_after_tenant)
+{
+	struct zvmm_mem mem = ZVMM_MEM_INIT(POOL_BYTES, ZVMM_PAGE_2M);
+	struct launch a = { "demand", "keep", false };
+
+	need_pool();
+	mem.pool_path = POOL;
+	cr_assert_eq(tenant(&mem, &a, 7, 3), 0, "a new pool held data");
+	cr_assert_eq(tenant(&mem, l, 9, 0), 0,
+		     "%s/%s: the second tenant read the first's words", l->mode,
+		     l->on_exit);
+	cr_assert_eq(tenant(&mem, l, 0, 0), 0,
+		     "%s/%s: the third tenant read the second's words", l->mode,
+		     l->on_exit);
+}
+
+/*
+ * A caller's own memfd, written by the caller before the library saw it:
+ * someone else's data, which no guest may read.
+ */
+Test(api, callers_memfd_is_someone_elses_data)
+{
+	struct zvmm_mem mem = ZVMM_MEM_INIT(POOL_BYTES, ZVMM_PAGE_2M);
+	static const char *const modes[] = { "prezero", "demand", "hybrid" };
+	int fd;
+	char *p;
+
+	need_pool();
+	fd = memfd_create("caller", MFD_HUGETLB | MFD_HUGE_2MB);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, POOL_BYTES), 0);
+	mem.fd = fd;
+	for (unsigned int i = 0; i < 3; i++) {
+		struct launch l = { .on_exit = "keep", .event_loop = i == 2 };
+
+		snprintf(l.mode, sizeof(l.mode), "%s", modes[i]);
+		p = mmap(NULL, POOL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 fd, 0);
+		cr_assert_neq(p, MAP_FAILED);
+		for (uint64_t off = 0; off < POOL_BYTES; off += 4096)
+			p[off + (off / 4096) % 4000] = (char)0xa5;
+		munmap(p, POOL_BYTES);
+		cr_assert_eq(tenant(&mem, &l, 0, 0), 0,
+			     "%s: the guest read the caller's bytes", modes[i]);
+	}
+	/* The caller's fd is still the caller's. */
+	cr_assert_eq(fcntl(fd, F_GETFD) >= 0, true);
+	close(fd);
+}
+
+/*
+ * The guest writes while hybrid's background scrubs the poisoned rest
+ * at a crawl: after the run, every mark is where the guest put it.
+ */
+Test(api, hybrid_never_changes_what_the_guest_wrote)
+{
+	struct zvmm_mem mem = ZVMM_MEM_INIT(POOL_BYTES, ZVMM_PAGE_2M);
+	struct toucher t = { .seed = 5, .skip_every = 2 };
+	struct zvmm_policy *pol;
+	struct zvmm_guest *g;
+	struct zvmm_stats st;
+	void *addr;
+	char *p;
+	int fd;
+
+	need_pool();
+	fd = open(POOL, O_RDWR | O_CREAT, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, POOL_BYTES), 0);
+	p = mmap(NULL, POOL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	cr_assert_neq(p, MAP_FAILED);
+	memset(p, 0xa5, POOL_BYTES);
+	munmap(p, POOL_BYTES);
+	close(fd);
+	mem.pool_path = POOL;
+	cr_assert_eq(zvmm_policy_new(&pol), 0);
+	cr_assert_eq(zvmm_policy_set(pol, "zeroing.mode", "hybrid"), 0);
+	cr_assert_eq(zvmm_policy_set(pol, "zeroing.rate_limit", "16M"), 0);
+	cr_assert_eq(zvmm_policy_set(pol, "zeroing.chunk", "256K"), 0);
+	cr_assert_eq(zvmm_guest_open(&mem, pol, &g), 0, "%s", logged);
+	zvmm_policy_free(pol);
+	cr_assert_eq(zvmm_guest_prepare(g, 0), 0);
+	cr_assert_eq(zvmm_guest_serve_thread(g, NULL, NULL), 0);
+	zvmm_guest_memory(g, &addr, &t.bytes);
+	t.mem = addr;
+	zvmm_guest_start(g);
+	touch(&t);
+	zvmm_guest_stats(g, &st);
+	cr_assert(st.background_active,
+		  "the background ended before the guest wrote: no overlap");
+	cr_assert_eq(t.foreign, 0, "the guest read the poison");
+	cr_assert_eq(zvmm_guest_stop(g), 0);
+	for (uint64_t pg = 0; pg < t.bytes / ZVMM_PAGE_2M; pg++) {
+		volatile uint64_t *w = t.mem + pg * ZVMM_PAGE_2M / 8;
+
+		if (pg % 2 == 1)
+			continue;
+		for (unsigned int k = 0; k < MARKS; k++)
+			cr_assert_eq(w[mark_off(pg, k, 5) / 8],
+				     0x5a5a0000 + k + 1,
+				     "page %llu mark %u changed",
+				     (unsigned long long)pg, k);
+	}
+	cr_assert_eq(zvmm_guest_exit(g), 0);
+	zvmm_guest_close(g);
+}
+
+Test(api, a_pool_in_use_is_refused)
+{
+	struct zvmm_mem mem = ZVMM_MEM_INIT(POOL_BYTES, ZVMM_PAGE_2M);
+	struct zvmm_guest *a, *b;
+
+	need_pool();
+	mem.pool_path = POOL;
+	cr_assert_eq(zvmm_guest_open(&mem, NULL, &a), 0, "%s", logged);
+	cr_assert_eq(zvmm_guest_open(&mem, NULL, &b), -EBUSY);
+	cr_assert(strstr(logged, "in use"), "log: %s", logged);
+	zvmm_guest_close(a);
+}
+
+Test(api, stats_are_json)
+{
+	struct zvmm_mem mem = ZVMM_MEM_INIT(POOL_BYTES, ZVMM_PAGE_2M);
+	struct zvmm_guest *g;
+	char buf[4096], small[8];
+	int n;
+
+	need_pool();
+	mem.pool_path = POOL;
+	cr_assert_eq(zvmm_guest_open(&mem, NULL, &g), 0, "%s", logged);
+	n = zvmm_guest_stats_json(g, buf, sizeof(buf));
+	cr_assert_gt(n, 0);
+	cr_assert_eq((size_t)n, strlen(buf));
+	cr_assert(buf[0] == '{' && buf[n - 1] == '}', "%s", buf);
+	cr_assert(strstr(buf, "\"mode\":\"hybrid\""), "%s", buf);
+	cr_assert(strstr(buf, "\"pages\":16"), "%s", buf);
+	cr_assert_eq(zvmm_guest_stats_json(g, small, sizeof(small)), -ENOSPC);
+	zvmm_guest_close(g);
+}
+
+Test(api, policy_errors_are_errno_and_logged)
+{
+	struct zvmm_policy *p;
+	char a[2048], b[2048];
+	FILE *f;
+
+	cr_assert_eq(zvmm_policy_new(&p), 0);
+	cr_assert_eq(zvmm_policy_set(p, "zeroing.mode", "warp"), -EINVAL);
+	cr_assert(strstr(logged, "warp"), "log: %s", logged);
+	cr_assert_eq(zvmm_policy_set(p, "zeroing.nonsense", "1"), -EINVAL);
+	cr_assert_lt(zvmm_policy_load(p, "/nonexistent/zvmm.conf"), 0);
+	/* A failed load or set changes nothing; format and load agree. */
+	cr_assert_eq(zvmm_policy_set(p, "pool.on_exit", "scrub"), 0);
+	cr_assert_gt(zvmm_policy_format(p, a, sizeof(a)), 0);
+	cr_assert(strstr(a, "on_exit = scrub"), "%s", a);
+	cr_assert(strstr(a, "mode = hybrid"), "%s", a);
+	f = fopen("/tmp/zvmm-test-api.conf", "w");
+	cr_assert_not_null(f);
+	fputs("[zeroing]\nmode = demand\n\n[zeroing]\nmode = warp\n", f);
+	fclose(f);
+	logged[0] = '\0';
+	cr_assert_eq(zvmm_policy_load(p, "/tmp/zvmm-test-api.conf"), -EINVAL);
+	cr_assert(strstr(logged, "zvmm-test-api.conf:5"), "log: %s", logged);
+	cr_assert_gt(zvmm_policy_format(p, b, sizeof(b)), 0);
+	cr_assert_str_eq(a, b, "a failed load changed the policy");
+	cr_assert_eq(zvmm_policy_format(p, b, 4), -ENOSPC);
+	unlink("/tmp/zvmm-test-api.conf");
+	zvmm_policy_free(p);
+}
+
+Test(api, nothing_printed_without_a_log_callback, .init = cr_redirect_stderr)
+{
+	struct zvmm_mem mem = ZVMM_MEM_INIT(POOL_BYTES, ZVMM_PAGE_2M);
+	struct zvmm_policy *p;
+	struct zvmm_guest *g;
+
+	zvmm_set_log(NULL, NULL, ZVMM_LOG_DEBUG);
+	mem.pool_path = "/nonexistent-dir/pool";
+	cr_assert_lt(zvmm_guest_open(&mem, NULL, &g), 0);
+	cr_assert_eq(zvmm_policy_new(&p), 0);
+	cr_assert_eq(zvmm_policy_set(p, "zeroing.mode", "warp"), -EINVAL);
+	zvmm_policy_free(p);
+	fflush(stderr);
+	cr_assert_stderr_eq_str("");
+}
+
+Test(api, bad_memory_requests_are_einval)
+{
+	struct zvmm_mem mem = ZVMM_MEM_INIT(3 * MIB, ZVMM_PAGE_2M);
+	struct zvmm_guest *g;
+
+	cr_assert_eq(zvmm_mem_check(&mem), -EINVAL);
+	cr_assert(strstr(logged, "multiple"), "log: %s", logged);
+	cr_assert_eq(zvmm_guest_open(&mem, NULL, &g), -EINVAL);
+	mem = ZVMM_MEM_INIT(4 * MIB, 4096);
+	cr_assert_eq(zvmm_mem_check(&mem), -EINVAL);
+	mem = ZVMM_MEM_INIT(4 * MIB, ZVMM_PAGE_2M);
+	mem.pool_path = "/tmp/x";
+	mem.fd = 0;
+	cr_assert_eq(zvmm_guest_open(&mem, NULL, &g), -EINVAL);
+}
+
+/* The shared library exports the API and nothing of the engine. */
+Test(api, only_the_api_is_exported)
+{
+	const char *path = getenv("ZVMM_LIB");
+	const char *(*version)(void);
+	void *h;
+
+	if (!path)
+		cr_skip_test("ZVMM_LIB (the built libzvmm.so) not set");
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	cr_assert_not_null(h, "%s", dlerror());
+	version = (const char *(*)(void))dlsym(h, "zvmm_version");
+	cr_assert_not_null(version);
+	cr_assert_str_eq(version(), ZVMM_VERSION);
+	cr_assert_not_null(dlsym(h, "zvmm_guest_open"));
+	cr_assert_null(dlsym(h, "zero_guest_open"), "engine symbol exported");
+	cr_assert_null(dlsym(h, "zero_pool_create"), "engine symbol exported");
+	cr_assert_null(dlsym(h, "log_msg"), "engine symbol exported");
+	cr_assert_null(dlsym(h, "x86_clear_nt_sse2"), "backend exported");
+	dlclose(h);
+}
