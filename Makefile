@@ -200,17 +200,17 @@ $(O)/zvmm: $(CORE_OBJS) $(MAIN_OBJS)
 # Objects are rebuilt when the compiler or its flags change.
 $(O)/.cflags: FORCE
 	@mkdir -p $(O)
-	@echo '$(CC) $(CFLAGS)' | cmp -s - $@ || echo '$(CC) $(CFLAGS)' >$@
+	@echo '$(CC) $(CPPFLAGS) $(CFLAGS)' | cmp -s - $@ || echo '$(CC) $(CPPFLAGS) $(CFLAGS)' >$@
 
 $(O)/%.o: %.c $(O)/.cflags
 	@mkdir -p $(dir $@)
 	$(quiet) CC $@
-	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(O)/%.o: %.S $(O)/.cflags
 	@mkdir -p $(dir $@)
 	$(quiet) AS $@
-	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 $(O)/tests/%.o: override CFLAGS += $(CRIT_CFLAGS)
 
@@ -293,10 +293,12 @@ endif
 # zvmm runs the TSan build, which fails on any report (exit 66).
 ifneq ($(findstring thread,$(SANITIZE)),)
 TEST_RUNNER := build/tests/zvmm-tests
+TEST_LIB := build/libzvmm/libzvmm.so.$(ZVMM_VERSION)
 $(TEST_RUNNER): FORCE
-	$(Q)$(MAKE) --no-print-directory O=build SANITIZE= $@
+	$(Q)$(MAKE) --no-print-directory O=build SANITIZE= $@ $(TEST_LIB)
 else
 TEST_RUNNER := $(O)/tests/zvmm-tests
+TEST_LIB := $(LIBZ_SO)
 endif
 
 test-unit: $(O)/zvmm $(HOSTILE_ELF) $(TEST_RUNNER) $(STRESS) $(MODEL) lib
@@ -304,7 +306,7 @@ test-unit: $(O)/zvmm $(HOSTILE_ELF) $(TEST_RUNNER) $(STRESS) $(MODEL) lib
 	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(MODEL) $(MODEL_SEEDS)
 	$(Q)rm -rf $(O)/test-cache
 	$(Q)ZVMM_BIN=$(O)/zvmm ZVMM_CACHE_DIR=$(abspath $(O))/test-cache \
-		ZVMM_LIB=$(abspath $(LIBZ_SO)) \
+		ZVMM_LIB=$(abspath $(TEST_LIB)) \
 		TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
 		$(TEST_RUNNER) -j1 $(TEST_ARGS)
 
