@@ -353,8 +353,8 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
 FUZZ_CFLAGS := -O1 -g -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -MMD -MP \
 	$(FUZZ_SAN) -fsanitize=fuzzer-no-link \
-	$(shell $(PKG_CONFIG) --cflags inih 2>/dev/null)
-FUZZ_LIBS = $(shell $(PKG_CONFIG) --libs inih 2>/dev/null)
+	$(shell $(PKG_CONFIG) --cflags inih numa json-c 2>/dev/null)
+FUZZ_LIBS = $(shell $(PKG_CONFIG) --libs inih numa json-c 2>/dev/null)
 
 FUZZ_size_SRCS := lib/size.c
 FUZZ_policy_SRCS := zeroing/policy.c lib/size.c lib/file.c lib/inibuf.c
