@@ -409,6 +409,13 @@ int zvmm_guest_prezero(struct zvmm_guest *v)
 	return zero_guest_prezero(v->g, &r);
 }
 
+void zvmm_guest_set_progress(struct zvmm_guest *v, zvmm_progress_fn *fn,
+			     void *arg)
+{
+	/* The same signature as zeroing's own. */
+	zero_guest_set_progress(v->g, fn, arg);
+}
+
 static void copy(char *dst, size_t len, const char *src)
 {
 	snprintf(dst, len, "%s", src ? src : "");

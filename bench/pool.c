@@ -58,7 +58,7 @@ static int make_engine(struct zero_mem *m, const char *backend,
 		       struct zero_engine **e)
 {
 	struct zero_policy pol;
-	struct zero_engine_cfg cfg = { .pol = &pol, .mem = m, .quiet = true };
+	struct zero_engine_cfg cfg = { .pol = &pol, .mem = m };
 	char err[512];
 	int ret;
 

@@ -47,11 +47,15 @@ static void parse(void)
 			v);
 }
 
+void zvmm_inject_from_env(void)
+{
+	pthread_once(&once, parse);
+}
+
 int zvmm_inject(const char *point)
 {
 	int c;
 
-	pthread_once(&once, parse);
 	c = __atomic_load_n(&chosen, __ATOMIC_ACQUIRE);
 	if (c < 0 || strcmp(points[c].name, point))
 		return 0;
@@ -65,7 +69,6 @@ void zvmm_inject_arm(const char *point, unsigned long n)
 {
 	int c = -1;
 
-	pthread_once(&once, parse);
 	for (unsigned int i = 0;
 	     point && i < sizeof(points) / sizeof(points[0]); i++)
 		if (!strcmp(points[i].name, point))

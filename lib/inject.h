@@ -19,7 +19,18 @@
  *   continue  UFFDIO_CONTINUE for a guest fault     EFAULT
  *
  * Unset, it costs one load per call site.
+ *
+ * Who obeys it: the zvmm binary, release builds included, because the
+ * failure-path tests must run the very binary users run, and a user who
+ * sets ZVMM_INJECT asks for the failure. libzvmm does not: a library must
+ * not change what it does on an environment variable the VMM that embeds
+ * it never heard of. So the variable is read only when the binary's
+ * main() calls zvmm_inject_from_env(); in-process tests arm points with
+ * zvmm_inject_arm().
  */
+
+/* Reads ZVMM_INJECT, once; the zvmm binary's main() calls it. */
+void zvmm_inject_from_env(void);
 
 /* The errno to fail with at @point now, or 0 to go on. Thread-safe. */
 int zvmm_inject(const char *point);

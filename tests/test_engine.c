@@ -100,7 +100,7 @@ static struct zero_engine *engine_or_fail(struct zero_mem *m,
 					  uint64_t rate)
 {
 	struct zero_policy pol;
-	struct zero_engine_cfg cfg = { .pol = &pol, .mem = m, .quiet = true };
+	struct zero_engine_cfg cfg = { .pol = &pol, .mem = m };
 	struct zero_engine *e;
 	char err[512];
 

@@ -2,7 +2,9 @@
 #ifndef ZVMM_VMM_CLI_H
 #define ZVMM_VMM_CLI_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /*
  * The command line. Only the CLI decides exit statuses (DESIGN.md 8),
@@ -28,7 +30,6 @@ int cli_exit_status(int err);
 /* Parses a SIZE option value; prints the error and returns -EINVAL. */
 int cli_parse_size(const char *opt, const char *arg, uint64_t *out);
 
-struct zero_policy;
 struct zvmm_policy;
 
 #define CLI_MAX_SETS 32
@@ -42,16 +43,61 @@ struct cli_sets {
 /* Adds one --set value; prints the error and returns -EINVAL when full. */
 int cli_add_set(struct cli_sets *sets, char *value);
 
-/* Defaults, then @file, then each of @sets; prints errors (usage). */
-int cli_load_policy(const char *file, const struct cli_sets *sets,
-		    struct zero_policy *pol);
-
 /*
- * The same as a libzvmm policy: 0, -EINVAL for an error in the file or
+ * Defaults, then @file, then each of @sets, as a libzvmm policy; errors
+ * printed. 0, -EINVAL for an error in the file or
  * a --set (usage), -ENOENT and the like when the file cannot be read.
  */
 int cli_policy(const char *file, const struct cli_sets *sets,
 	       struct zvmm_policy **out);
+
+/*
+ * Every option of every verb, in one table and one parser: a verb says
+ * which it accepts (a mask of CLI_*), the parser checks and converts the
+ * values once and says what is wrong, the verb reads struct cli_args.
+ */
+enum {
+	CLI_MEM = 1u << 0, /* --mem SIZE */
+	CLI_HUGEPAGES = 1u << 1, /* --hugepages 2M|1G */
+	CLI_POOL = 1u << 2, /* --pool PATH */
+	CLI_POLICY = 1u << 3, /* --policy FILE */
+	CLI_SET = 1u << 4, /* --set S.K=V, repeatable */
+	CLI_JSON = 1u << 5, /* --json FILE|- */
+	CLI_QUIET = 1u << 6, /* --quiet */
+	CLI_VERBOSE = 1u << 7, /* --verbose */
+	CLI_VCPUS = 1u << 8, /* --vcpus N */
+	CLI_GUEST = 1u << 9, /* --guest ELF */
+	CLI_CMDLINE = 1u << 10, /* --cmdline STR */
+	CLI_SERIAL = 1u << 11, /* --serial FILE */
+	CLI_KVM = 1u << 12, /* --kvm PATH */
+	CLI_RESERVE = 1u << 13, /* --reserve */
+	CLI_TIMEOUT = 1u << 14, /* --timeout SECONDS */
+	CLI_SIZE = 1u << 15, /* --size SIZE */
+	CLI_REPS = 1u << 16, /* --reps N */
+	CLI_BACKENDS = 1u << 17, /* --backends LIST */
+	CLI_PLOT = 1u << 18, /* --plot DIR */
+	CLI_OUT = 1u << 19, /* --out FILE|- */
+};
+
+struct cli_args {
+	uint64_t mem, page_bytes, size;
+	const char *pool, *policy, *json, *guest, *cmdline, *serial, *kvm;
+	const char *backends, *plot, *out;
+	struct cli_sets sets;
+	unsigned int vcpus, reps;
+	double timeout; /* seconds, 0: none */
+	bool quiet, verbose, reserve;
+	unsigned int given; /* the CLI_* options the command line named */
+};
+
+/*
+ * Parses argv (argv[0] is the verb) for the options @accepts names.
+ * @a holds the verb's defaults on entry. Returns 0, 1 when --help was
+ * printed on stdout, or -EINVAL with the error (or the usage, for an
+ * unknown option) printed.
+ */
+int cli_parse(const char *verb, int argc, char **argv, unsigned int accepts,
+	      void (*usage)(FILE *f), struct cli_args *a);
 
 /* The verbs; each parses its own options from argv[0] on. */
 int cmd_bench(int argc, char **argv);

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -37,58 +36,20 @@ static void bench_usage(FILE *f)
 
 int cmd_bench(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "size", required_argument, NULL, 's' },
-		{ "reps", required_argument, NULL, 'r' },
-		{ "backends", required_argument, NULL, 'b' },
-		{ "json", required_argument, NULL, 'j' },
-		{ "plot", required_argument, NULL, 'p' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct bench_opts o = { .size = 4 * SZ_1G, .reps = 5 };
-	char *end;
-	int c;
+	struct cli_args a = { .size = 4 * SZ_1G, .reps = 5 };
+	struct bench_opts o;
+	int ret = cli_parse("bench", argc, argv,
+			    CLI_SIZE | CLI_REPS | CLI_BACKENDS | CLI_JSON |
+				    CLI_PLOT | CLI_QUIET,
+			    bench_usage, &a);
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			if (cli_parse_size("--size", optarg, &o.size))
-				return EXIT_USAGE;
-			break;
-		case 'r':
-			errno = 0;
-			o.reps = (unsigned int)strtoul(optarg, &end, 10);
-			if (errno || *end || !*optarg || optarg[0] == '-') {
-				pr_err("--reps: invalid count '%s': give a whole number from 1 to 64",
-				       optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case 'b':
-			o.backends = optarg;
-			break;
-		case 'j':
-			o.json = optarg;
-			break;
-		case 'p':
-			o.plot_dir = optarg;
-			break;
-		case 'q':
-			o.quiet = true;
-			break;
-		case 'h':
-			bench_usage(stdout);
-			return 0;
-		default:
-			bench_usage(stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		pr_err("bench: unexpected argument '%s'", argv[optind]);
-		return EXIT_USAGE;
-	}
+	if (ret)
+		return ret > 0 ? 0 : EXIT_USAGE;
+	o = (struct bench_opts){ .size = a.size,
+				 .reps = a.reps,
+				 .backends = a.backends,
+				 .json = a.json,
+				 .plot_dir = a.plot,
+				 .quiet = a.quiet };
 	return cli_exit_status(bench_run(&o));
 }

@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -21,46 +20,26 @@ static void calibrate_usage(FILE *f)
 		"\n"
 		"Measures every backend that runs here on warm memory at chunk sizes\n"
 		"256K, 1M, 2M, 4M and 8M and writes a profile that `backend = auto`\n"
-		"reads. Default FILE: $XDG_CACHE_HOME/zvmm/calibration.ini\n"
-		"(~/.cache/zvmm/calibration.ini); '-' prints it.\n");
+		"reads. Default FILE: calibration.ini in $ZVMM_CACHE_DIR, else\n"
+		"/var/cache/zvmm for root, else $XDG_CACHE_HOME/zvmm or ~/.cache/zvmm;\n"
+		"'-' prints it.\n");
 }
 
 int cmd_calibrate(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "out", required_argument, NULL, 'o' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
+	struct cli_args a = { 0 };
 	const struct zero_backend *b;
 	struct zero_profile *p;
 	char path[PATH_MAX], label[16];
-	const char *out = NULL;
-	bool quiet = false;
+	const char *out;
 	unsigned int i, k;
-	int c, ret;
+	int ret;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			out = optarg;
-			break;
-		case 'q':
-			quiet = true;
-			break;
-		case 'h':
-			calibrate_usage(stdout);
-			return 0;
-		default:
-			calibrate_usage(stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		pr_err("calibrate: unexpected argument '%s'", argv[optind]);
-		return EXIT_USAGE;
-	}
+	ret = cli_parse("calibrate", argc, argv, CLI_OUT | CLI_QUIET,
+			calibrate_usage, &a);
+	if (ret)
+		return ret > 0 ? 0 : EXIT_USAGE;
+	out = a.out;
 	if (!out) {
 		if (zero_profile_default_path(path, sizeof(path))) {
 			pr_err("no $XDG_CACHE_HOME or $HOME to keep the profile in: give --out FILE");
@@ -85,7 +64,7 @@ int cmd_calibrate(int argc, char **argv)
 		free(p);
 		return EXIT_RESOURCE;
 	}
-	if (!quiet && strcmp(out, "-")) {
+	if (!a.quiet && strcmp(out, "-")) {
 		printf("%-16s", "GB/s");
 		for (k = 0; k < p->nr; k++)
 			printf("%8s",

@@ -5,7 +5,7 @@
  * `run` will before its first vCPU, and reports what it took.
  */
 #include <errno.h>
-#include <getopt.h>
+#include <json-c/json.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,10 +13,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "../include/zvmm/zvmm.h"
 #include "../lib/log.h"
 #include "../lib/size.h"
-#include "../zeroing/guest.h"
 #include "cli.h"
+#include "progress.h"
 #include "sigwatch.h"
 
 static void prezero_usage(FILE *f)
@@ -43,185 +44,153 @@ static void prezero_usage(FILE *f)
 
 static void on_signal(void *arg, int sig)
 {
-	struct zero_guest **g = arg;
-	struct zero_guest *p = __atomic_load_n(g, __ATOMIC_ACQUIRE);
+	struct zvmm_guest **g = arg;
+	struct zvmm_guest *p = __atomic_load_n(g, __ATOMIC_ACQUIRE);
 
 	(void)sig;
 	if (p)
-		zero_guest_cancel(p);
+		zvmm_guest_cancel(p);
 }
 
-static int parse_page(const char *arg, uint64_t *page)
+static json_object *num(double v, const char *fmt)
 {
-	if (cli_parse_size("--hugepages", arg, page))
-		return -EINVAL;
-	if (*page != SZ_2M && *page != SZ_1G) {
-		pr_err("--hugepages %s: use 2M or 1G", arg);
-		return -EINVAL;
-	}
-	return 0;
+	char text[64];
+
+	snprintf(text, sizeof(text), fmt, v);
+	return json_object_new_double_s(v, text);
 }
 
-/* Policy from --policy and --set, in that order; errors are usage. */
-int cli_load_policy(const char *file, const struct cli_sets *sets,
-		    struct zero_policy *pol)
+/* docs/DESIGN.md 8: the prezero report. */
+static int write_json(FILE *f, const struct zvmm_stats *z)
 {
-	char err[512];
+	json_object *o = json_object_new_object(), *pol, *pz, *pages;
+	int ret;
 
-	zero_policy_defaults(pol);
-	if (file && zero_policy_load(pol, file, err, sizeof(err))) {
-		pr_err("%s", err);
-		return -EINVAL;
-	}
-	for (unsigned int i = 0; i < sets->n; i++)
-		if (zero_policy_set(pol, sets->v[i], err, sizeof(err))) {
-			pr_err("%s", err);
-			return -EINVAL;
-		}
-	return 0;
+	pol = json_object_new_object();
+	json_object_object_add(pol, "mode", json_object_new_string("prezero"));
+	json_object_object_add(pol, "backend",
+			       json_object_new_string(z->backend));
+	json_object_object_add(pol, "backend_from",
+			       json_object_new_string(z->backend_from));
+	json_object_object_add(pol, "workers",
+			       json_object_new_int((int)z->workers));
+	json_object_object_add(pol, "chunk_bytes",
+			       json_object_new_uint64(z->chunk_bytes));
+	pz = json_object_new_object();
+	json_object_object_add(
+		pz, "bytes",
+		json_object_new_uint64(z->prezero_scrub_bytes +
+				       z->prezero_populate_bytes));
+	json_object_object_add(pz, "seconds", num(z->prezero_seconds, "%.6f"));
+	json_object_object_add(pz, "gbps", num(z->prezero_gbps, "%.3f"));
+	json_object_object_add(pz, "scrub_bytes",
+			       json_object_new_uint64(z->prezero_scrub_bytes));
+	json_object_object_add(
+		pz, "populate_bytes",
+		json_object_new_uint64(z->prezero_populate_bytes));
+	pages = json_object_new_object();
+	json_object_object_add(pages, "zero",
+			       json_object_new_uint64(z->zero_pages));
+	json_object_object_add(pages, "dirty",
+			       json_object_new_uint64(z->dirty_pages));
+	json_object_object_add(o, "version", json_object_new_int(1));
+	json_object_object_add(o, "mem_bytes",
+			       json_object_new_uint64(z->bytes));
+	json_object_object_add(o, "page_bytes",
+			       json_object_new_uint64(z->page_bytes));
+	json_object_object_add(o, "policy", pol);
+	json_object_object_add(o, "prezero", pz);
+	json_object_object_add(o, "pages", pages);
+	ret = fprintf(f, "%s\n",
+		      json_object_to_json_string_ext(
+			      o, JSON_C_TO_STRING_SPACED)) < 0 ?
+		      -EIO :
+		      0;
+	json_object_put(o);
+	return fflush(f) ? -EIO : ret;
 }
 
-static void write_json(FILE *f, const struct zero_guest_layout *m,
-		       const struct zero_guest_report *z,
-		       const struct zero_prezero_report *r)
+static void show_progress(void *arg, uint64_t done, uint64_t total)
 {
-	fprintf(f,
-		"{ \"version\": 1, \"mem_bytes\": %llu, \"page_bytes\": %llu,\n"
-		"  \"policy\": { \"mode\": \"prezero\", \"backend\": \"%s\", \"backend_from\": \"%s\", \"workers\": %u, \"chunk_bytes\": %llu },\n"
-		"  \"prezero\": { \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.3f, \"scrub_bytes\": %llu, \"populate_bytes\": %llu },\n"
-		"  \"pages\": { \"zero\": %llu, \"dirty\": %llu } }\n",
-		(unsigned long long)m->bytes, (unsigned long long)m->page_bytes,
-		z->backend, z->backend_from, z->workers,
-		(unsigned long long)z->chunk,
-		(unsigned long long)(r->scrub_bytes + r->populate_bytes),
-		r->seconds, r->gbps, (unsigned long long)r->scrub_bytes,
-		(unsigned long long)r->populate_bytes,
-		(unsigned long long)z->zero_pages,
-		(unsigned long long)z->dirty_pages);
+	vmm_progress_update(arg, "prezero", done, total);
 }
 
 int cmd_prezero(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "mem", required_argument, NULL, 'm' },
-		{ "hugepages", required_argument, NULL, 'H' },
-		{ "pool", required_argument, NULL, 'P' },
-		{ "policy", required_argument, NULL, 'p' },
-		{ "set", required_argument, NULL, 's' },
-		{ "json", required_argument, NULL, 'j' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	struct zero_guest_cfg gc = { .mem = { .page_bytes = SZ_2M } };
-	struct zero_mem_opts *mo = &gc.mem;
-	const char *policy = NULL, *json = NULL;
-	const struct zero_guest_layout *m;
-	struct zero_guest_report z;
+	struct cli_args a = { .page_bytes = SZ_2M };
 	struct vmm_sigwatch w = { .on_signal = on_signal };
-	int sig;
-	struct zero_prezero_report r;
-	struct zero_guest *g = NULL;
-	struct cli_sets sets = { .n = 0 };
-	char err[512], a[32], b[32];
-	struct zero_policy pol;
+	struct zvmm_guest *g = NULL;
+	struct zvmm_policy *pol = NULL;
+	struct vmm_progress progress;
+	struct zvmm_mem mem;
+	struct zvmm_stats z;
 	FILE *out = stdout, *jf = NULL;
-	int c, ret, status;
+	char sa[32], sb[32], sc[32];
+	int ret, sig, status;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'm':
-			if (cli_parse_size("--mem", optarg, &mo->bytes))
-				return EXIT_USAGE;
-			break;
-		case 'H':
-			if (parse_page(optarg, &mo->page_bytes))
-				return EXIT_USAGE;
-			break;
-		case 'P':
-			mo->pool_path = optarg;
-			break;
-		case 'p':
-			policy = optarg;
-			break;
-		case 's':
-			if (cli_add_set(&sets, optarg))
-				return EXIT_USAGE;
-			break;
-		case 'j':
-			json = optarg;
-			break;
-		case 'q':
-			gc.quiet = true;
-			break;
-		case 'h':
-			prezero_usage(stdout);
-			return 0;
-		default:
-			prezero_usage(stderr);
-			return EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		pr_err("prezero: unexpected argument '%s'", argv[optind]);
-		return EXIT_USAGE;
-	}
-	if (!mo->bytes) {
+	ret = cli_parse("prezero", argc, argv,
+			CLI_MEM | CLI_HUGEPAGES | CLI_POOL | CLI_POLICY |
+				CLI_SET | CLI_JSON | CLI_QUIET,
+			prezero_usage, &a);
+	if (ret)
+		return ret > 0 ? 0 : EXIT_USAGE;
+	if (!a.mem) {
 		pr_err("prezero needs --mem SIZE, e.g. --mem 4G");
 		return EXIT_USAGE;
 	}
-	if (cli_load_policy(policy, &sets, &pol))
-		return EXIT_USAGE;
-	ret = zero_guest_preflight(mo, err, sizeof(err));
+	mem = ZVMM_MEM_INIT(a.mem, a.page_bytes);
+	mem.pool_path = a.pool;
+	ret = cli_policy(a.policy, &a.sets, &pol);
+	if (ret)
+		return cli_exit_status(ret);
+	ret = zvmm_mem_check(&mem);
 	if (ret) {
-		pr_err("%s", err);
+		zvmm_policy_free(pol);
 		return cli_exit_status(ret);
 	}
-	if (json && strcmp(json, "-")) {
-		jf = fopen(json, "we");
+	if (a.json && strcmp(a.json, "-")) {
+		jf = fopen(a.json, "we");
 		if (!jf) {
-			pr_err("cannot write --json %s: %s", json,
+			pr_err("cannot write --json %s: %s", a.json,
 			       strerror(errno));
+			zvmm_policy_free(pol);
 			return EXIT_USAGE;
 		}
-	} else if (json) {
+	} else if (a.json) {
 		jf = stdout;
 		out = stderr;
 	}
 
 	/* Blocked before any thread exists, so every thread inherits it. */
 	vmm_sigwatch_block(&w);
-
-	gc.pol = &pol;
 	w.arg = &g;
-	ret = zero_guest_open(&gc, &g, err, sizeof(err));
-	if (ret) {
-		pr_err("%s", err);
+	ret = zvmm_guest_open(&mem, pol, &g);
+	if (ret)
 		goto out;
-	}
-	m = zero_guest_layout(g);
-	zero_guest_report(g, &z);
 	ret = vmm_sigwatch_start(&w);
 	if (ret) {
 		pr_err("cannot start the signal thread: %s", strerror(-ret));
 		goto out;
 	}
+	zvmm_guest_stats(g, &z);
 	fprintf(out,
 		"zvmm: prezero of %s on %s pages (%s%s): backend %s, %u worker%s, chunk %s\n",
-		size_format(m->bytes, a, sizeof(a)),
-		size_label(m->page_bytes, b, sizeof(b)),
-		mo->pool_path ? "pool " : "anonymous memfd",
-		mo->pool_path ? mo->pool_path : "", z.backend, z.workers,
-		z.workers == 1 ? "" : "s",
-		size_format(z.chunk, err, sizeof(err)));
+		size_format(z.bytes, sa, sizeof(sa)),
+		size_label(z.page_bytes, sb, sizeof(sb)),
+		a.pool ? "pool " : "anonymous memfd", a.pool ? a.pool : "",
+		z.backend, z.workers, z.workers == 1 ? "" : "s",
+		size_format(z.chunk_bytes, sc, sizeof(sc)));
 	fflush(out);
-	ret = zero_guest_prezero(g, &r);
+	vmm_progress_begin(&progress, a.quiet);
+	zvmm_guest_set_progress(g, show_progress, &progress);
+	ret = zvmm_guest_prezero(g);
+	vmm_progress_end(&progress);
 	sig = vmm_sigwatch_end(&w);
-	zero_guest_report(g, &z);
+	zvmm_guest_stats(g, &z);
 	if (sig) {
 		pr_err("interrupted by %s: %llu of %llu pages are zero, the rest stay dirty",
 		       strsignal(sig), (unsigned long long)z.zero_pages,
-		       (unsigned long long)m->nr_pages);
+		       (unsigned long long)z.pages);
 		ret = -ECANCELED;
 		goto out;
 	}
@@ -231,22 +200,21 @@ int cmd_prezero(int argc, char **argv)
 	}
 	fprintf(out,
 		"zvmm: scrubbed %s, populated %s in %.3f s: %.1f GB/s; %llu of %llu pages zero\n",
-		size_human(r.scrub_bytes, a, sizeof(a)),
-		size_human(r.populate_bytes, b, sizeof(b)), r.seconds, r.gbps,
-		(unsigned long long)z.zero_pages,
-		(unsigned long long)m->nr_pages);
+		size_human(z.prezero_scrub_bytes, sa, sizeof(sa)),
+		size_human(z.prezero_populate_bytes, sb, sizeof(sb)),
+		z.prezero_seconds, z.prezero_gbps,
+		(unsigned long long)z.zero_pages, (unsigned long long)z.pages);
 	if (jf)
-		write_json(jf, m, &z, &r);
+		ret = write_json(jf, &z);
 out:
 	status = cli_exit_status(ret);
-	if (ret == -ENOMEM || ret == -ENOSPC)
-		status = EXIT_RESOURCE;
 	vmm_sigwatch_end(&w);
-	zero_guest_close(g);
+	zvmm_guest_close(g);
+	zvmm_policy_free(pol);
 	if (jf && jf != stdout) {
 		fclose(jf);
 		if (status)
-			unlink(json);
+			unlink(a.json);
 	}
 	return status;
 }
@@ -263,40 +231,24 @@ static void policy_usage(FILE *f)
 
 int cmd_policy(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "policy", required_argument, NULL, 'p' },
-		{ "set", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *policy = NULL;
-	struct cli_sets sets = { .n = 0 };
-	struct zero_policy pol;
-	int c;
+	struct cli_args a = { 0 };
+	struct zvmm_policy *pol;
+	char text[4096];
+	int ret;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			policy = optarg;
-			break;
-		case 's':
-			if (cli_add_set(&sets, optarg))
-				return EXIT_USAGE;
-			break;
-		case 'h':
-			policy_usage(stdout);
-			return 0;
-		default:
-			policy_usage(stderr);
-			return EXIT_USAGE;
-		}
+	ret = cli_parse("policy", argc, argv, CLI_POLICY | CLI_SET,
+			policy_usage, &a);
+	if (ret)
+		return ret > 0 ? 0 : EXIT_USAGE;
+	ret = cli_policy(a.policy, &a.sets, &pol);
+	if (ret)
+		return cli_exit_status(ret);
+	ret = zvmm_policy_format(pol, text, sizeof(text));
+	zvmm_policy_free(pol);
+	if (ret < 0) {
+		pr_err("cannot print the policy: %s", strerror(-ret));
+		return EXIT_OTHER;
 	}
-	if (optind < argc) {
-		pr_err("policy: unexpected argument '%s'", argv[optind]);
-		return EXIT_USAGE;
-	}
-	if (cli_load_policy(policy, &sets, &pol))
-		return EXIT_USAGE;
-	zero_policy_print(&pol, stdout);
+	fputs(text, stdout);
 	return 0;
 }

@@ -90,114 +90,37 @@ static void run_usage(FILE *f)
 
 static int parse_opts(int argc, char **argv, struct run_opts *o)
 {
-	static const struct option opts[] = {
-		{ "mem", required_argument, NULL, 'm' },
-		{ "hugepages", required_argument, NULL, 'H' },
-		{ "policy", required_argument, NULL, 'p' },
-		{ "set", required_argument, NULL, 's' },
-		{ "vcpus", required_argument, NULL, 'c' },
-		{ "guest", required_argument, NULL, 'g' },
-		{ "cmdline", required_argument, NULL, 'C' },
-		{ "pool", required_argument, NULL, 'P' },
-		{ "json", required_argument, NULL, 'j' },
-		{ "serial", required_argument, NULL, 'S' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "kvm", required_argument, NULL, 'k' },
-		{ "reserve", no_argument, NULL, 'r' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	char *end;
-	int c;
+	struct cli_args a = { .page_bytes = ZVMM_PAGE_2M,
+			      .vcpus = 1,
+			      .kvm = "/dev/kvm" };
+	int ret = cli_parse("run", argc, argv,
+			    CLI_MEM | CLI_HUGEPAGES | CLI_POLICY | CLI_SET |
+				    CLI_VCPUS | CLI_GUEST | CLI_CMDLINE |
+				    CLI_POOL | CLI_JSON | CLI_SERIAL |
+				    CLI_QUIET | CLI_VERBOSE | CLI_KVM |
+				    CLI_RESERVE | CLI_TIMEOUT,
+			    run_usage, &a);
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'm':
-			if (cli_parse_size("--mem", optarg, &o->mem.bytes))
-				return -EINVAL;
-			break;
-		case 'H':
-			if (cli_parse_size("--hugepages", optarg,
-					   &o->mem.page_bytes))
-				return -EINVAL;
-			if (o->mem.page_bytes != SZ_2M &&
-			    o->mem.page_bytes != SZ_1G) {
-				pr_err("--hugepages %s: use 2M or 1G", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'p':
-			o->policy = optarg;
-			break;
-		case 's':
-			if (cli_add_set(&o->sets, optarg))
-				return -EINVAL;
-			break;
-		case 'c':
-			errno = 0;
-			o->vcpus = (unsigned int)strtoul(optarg, &end, 10);
-			if (errno || *end || optarg[0] < '1' ||
-			    optarg[0] > '9' || o->vcpus > VMM_MAX_VCPUS) {
-				pr_err("--vcpus '%s': give a number from 1 to %d",
-				       optarg, VMM_MAX_VCPUS);
-				return -EINVAL;
-			}
-			break;
-		case 'g':
-			o->guest = optarg;
-			break;
-		case 'C':
-			o->cmdline = optarg;
-			break;
-		case 'P':
-			o->mem.pool_path = optarg;
-			break;
-		case 'j':
-			o->json = optarg;
-			break;
-		case 'S':
-			o->serial = optarg;
-			break;
-		case 'q':
-			o->quiet = true;
-			break;
-		case 'v':
-			o->verbose = true;
-			break;
-		case 'k':
-			o->kvm = optarg;
-			break;
-		case 'r':
-			o->reserve = true;
-			break;
-		case 't':
-			errno = 0;
-			o->timeout = strtod(optarg, &end);
-			if (errno || end == optarg || *end ||
-			    !(o->timeout > 0 && o->timeout <= 1e7)) {
-				pr_err("--timeout '%s': give seconds, more than 0 and at most 10000000 (e.g. 30 or 0.5)",
-				       optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'h':
-			run_usage(stdout);
-			return 1;
-		default:
-			run_usage(stderr);
-			return -EINVAL;
-		}
-	}
-	if (optind < argc) {
-		pr_err("run: unexpected argument '%s'", argv[optind]);
-		return -EINVAL;
-	}
-	if (!o->mem.bytes) {
+	if (ret)
+		return ret;
+	if (!a.mem) {
 		pr_err("run needs --mem SIZE, e.g. --mem 2G");
 		return -EINVAL;
 	}
+	o->mem = ZVMM_MEM_INIT(a.mem, a.page_bytes);
+	o->mem.pool_path = a.pool;
+	o->vcpus = a.vcpus;
+	o->policy = a.policy;
+	o->guest = a.guest;
+	o->cmdline = a.cmdline;
+	o->json = a.json;
+	o->serial = a.serial;
+	o->kvm = a.kvm;
+	o->sets = a.sets;
+	o->timeout = a.timeout;
+	o->quiet = a.quiet;
+	o->verbose = a.verbose;
+	o->reserve = a.reserve;
 	return 0;
 }
 
@@ -587,9 +510,6 @@ int cmd_run(int argc, char **argv)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return EXIT_OTHER;
-	s->o.mem = ZVMM_MEM_INIT(0, ZVMM_PAGE_2M);
-	s->o.vcpus = 1;
-	s->o.kvm = "/dev/kvm";
 	s->out = stdout;
 	s->serial = stdout;
 	s->w.on_signal = on_signal;

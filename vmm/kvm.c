@@ -13,7 +13,7 @@
 
 #include "../lib/inject.h"
 #include "../lib/log.h"
-#include "../zeroing/calibrate.h"
+#include "../lib/clock.h"
 #include "kvm.h"
 
 /* Kicks a vCPU thread out of KVM_RUN; the handler does nothing. */

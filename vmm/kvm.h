@@ -7,8 +7,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "../zeroing/guest.h"
-
 /*
  * The KVM virtual machine: /dev/kvm, the VM, guest RAM as memslots and
  * one thread per vCPU. Guest physical layout: RAM from 0 up to 3 GiB,
@@ -44,7 +42,11 @@ enum vmm_stop {
 };
 
 struct vmm_io_ops {
-	/* Port I/O, one access of @size bytes; return 0 or -errno. */
+	/*
+	 * Port I/O, one access of @size bytes: an OUT's bytes are in
+	 * @data, an IN's are written there. It cannot fail: a port with no
+	 * device is the device model's to count and answer.
+	 */
 	void (*pio)(struct vmm_vcpu *c, uint16_t port, bool out, uint8_t *data,
 		    unsigned int size);
 	void *arg;

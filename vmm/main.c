@@ -9,15 +9,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../include/zvmm/zvmm.h"
+#include "../lib/clock.h"
+#include "../lib/inject.h"
 #include "../lib/log.h"
 #include "../lib/size.h"
 #include "../zeroing/backend.h"
-#include "../zeroing/calibrate.h"
 #include "cli.h"
-
-#ifndef ZVMM_VERSION
-#define ZVMM_VERSION "0.1.0"
-#endif
 
 static void usage(FILE *f)
 {
@@ -38,20 +36,22 @@ static void usage(FILE *f)
 		"  zvmm --version       print the version\n");
 }
 
+static void backends_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: zvmm backends\n\nLists the clearing backends, the CPU features each needs and whether\nthis CPU has them.\n");
+}
+
 static int cmd_backends(int argc, char **argv)
 {
+	struct cli_args a = { 0 };
 	const struct zero_backend *b;
 	char feat[128];
 	unsigned int i;
+	int ret = cli_parse("backends", argc, argv, 0, backends_usage, &a);
 
-	if (argc > 1 && strcmp(argv[1], "--help") == 0) {
-		printf("usage: zvmm backends\n\nLists the clearing backends, the CPU features each needs and whether\nthis CPU has them.\n");
-		return 0;
-	}
-	if (argc > 1) {
-		pr_err("backends: unexpected argument '%s'", argv[1]);
-		return EXIT_USAGE;
-	}
+	if (ret)
+		return ret > 0 ? 0 : EXIT_USAGE;
 	zero_features_format(zero_cpu_features(), feat, sizeof(feat));
 	printf("arch %s, CPU features: %s\n\n", arch_name, feat);
 	printf("%-16s %-10s %-10s %s\n", "backend", "runs here", "needs",
@@ -72,6 +72,7 @@ int main(int argc, char **argv)
 
 	zvmm_start_time = clock_now();
 	log_to_stderr();
+	zvmm_inject_from_env();
 
 	if (!verb) {
 		usage(stderr);
@@ -83,7 +84,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(verb, "--version")) {
-		printf("zvmm %s\n", ZVMM_VERSION);
+		printf("zvmm %s\n", zvmm_version());
 		return 0;
 	}
 	/* Each verb parses its own options from its own argv[0]. */

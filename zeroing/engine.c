@@ -22,10 +22,11 @@ struct zero_engine {
 	struct zero_plan plan;
 	unsigned int nr_pools;
 	struct zero_pool *pool[ZERO_MAX_NODES];
-	bool progress; /* print progress on stderr (a terminal, not quiet) */
 	double t0;
-	const char *phase; /* what progress lines call the work */
-	bool progress_done; /* the line was cleared after the pass */
+	/* told how a prezero pass goes, from the waiting thread */
+	zero_progress_fn *progress;
+	void *progress_arg;
+	uint64_t progress_total;
 };
 
 static void start_pools(struct zero_engine *e, uint64_t rate_limit,
@@ -144,7 +145,6 @@ int zero_engine_create(const struct zero_engine_cfg *cfg,
 		return -ENOMEM;
 	e->mem = cfg->mem;
 	e->pol = *cfg->pol;
-	e->progress = !cfg->quiet && isatty(STDERR_FILENO);
 	ret = pick_backend(e, cfg->profile_path, err, len);
 	if (ret)
 		goto fail;
@@ -233,31 +233,26 @@ void zero_engine_stats(struct zero_engine *e, struct zero_pool_stats *t)
 	}
 }
 
-/* Bytes done, GB/s and time left, once the work has lasted a second. */
-void zero_engine_progress(void *arg)
+void zero_engine_set_progress(struct zero_engine *e, zero_progress_fn *fn,
+			      void *arg)
+{
+	e->progress = fn;
+	e->progress_arg = arg;
+}
+
+/* zero_pool_wait()'s timer: bytes done of the pass so far. */
+static void report_progress(void *arg)
 {
 	struct zero_engine *e = arg;
 	struct zero_pool_stats s;
-	double el = clock_now() - e->t0, rate, left;
-	char a[32], b[32];
-	uint64_t done;
+	uint64_t left, done;
 
-	if (!e->progress || el < 1.0 || e->progress_done)
+	if (!e->progress)
 		return;
 	zero_engine_stats(e, &s);
-	if (!s.bg_active) {
-		/* The pass is over: clear the line once. */
-		fprintf(stderr, "\r\033[K");
-		e->progress_done = true;
-		return;
-	}
-	done = s.scrub_bytes + s.populate_bytes;
-	rate = (double)done / el;
-	left = rate > 0 ? (double)(s.pages_left * e->mem->page_bytes) / rate :
-			  0;
-	fprintf(stderr, "\r\033[Kzvmm: %s %s of %s, %.1f GB/s, %.0f s left",
-		e->phase, size_human(done, a, sizeof(a)),
-		size_human(e->mem->bytes, b, sizeof(b)), rate / 1e9, left);
+	left = s.pages_left * e->mem->page_bytes;
+	done = e->progress_total > left ? e->progress_total - left : 0;
+	e->progress(e->progress_arg, done, e->progress_total);
 }
 
 int zero_engine_prezero(struct zero_engine *e, struct zero_prezero_report *r)
@@ -267,16 +262,13 @@ int zero_engine_prezero(struct zero_engine *e, struct zero_prezero_report *r)
 
 	zero_engine_stats(e, &s0);
 	e->t0 = clock_now();
-	e->phase = "prezero";
-	e->progress_done = false;
+	e->progress_total = s0.pages_left * e->mem->page_bytes;
 	start_pools(e, 0, false);
 	for (unsigned int i = 0; i < e->nr_pools; i++) {
-		err = zero_pool_wait(e->pool[i], zero_engine_progress, e);
+		err = zero_pool_wait(e->pool[i], report_progress, e);
 		if (err && !ret)
 			ret = err;
 	}
-	if (e->progress && clock_now() - e->t0 >= 1.0)
-		fprintf(stderr, "\r\033[K");
 	zero_engine_stats(e, &s1);
 	memset(r, 0, sizeof(*r));
 	r->seconds = clock_now() - e->t0;
@@ -330,8 +322,6 @@ static void start_pools(struct zero_engine *e, uint64_t rate_limit,
 void zero_engine_start_background(struct zero_engine *e, uint64_t rate_limit)
 {
 	e->t0 = clock_now();
-	e->phase = "background scrub";
-	e->progress_done = false;
 	start_pools(e, rate_limit, true);
 }
 

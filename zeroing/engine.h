@@ -23,7 +23,6 @@ struct zero_engine_cfg {
 	const struct zero_policy *pol;
 	struct zero_mem *mem;
 	const char *profile_path; /* for backend=auto; NULL: the default */
-	bool quiet;
 	const struct zero_topo *topo; /* NULL: this machine's */
 };
 
@@ -111,10 +110,12 @@ unsigned int zero_engine_pop_done(struct zero_engine *e, uint64_t *pages,
 				  unsigned int max);
 
 /*
- * On a terminal (and not --quiet), once the work has lasted a second:
- * one line on stderr with bytes done, GB/s and time left. For timers.
+ * @fn is told, from the thread in zero_engine_prezero(), how the pass
+ * goes: about ten times a second (zero_pool_wait()'s timer) and once a
+ * pool is done. NULL: not told.
  */
-void zero_engine_progress(void *engine);
+void zero_engine_set_progress(struct zero_engine *e, zero_progress_fn *fn,
+			      void *arg);
 
 /* The first error a worker met since the last start, or 0. */
 int zero_engine_error(struct zero_engine *e);

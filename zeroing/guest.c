@@ -147,7 +147,6 @@ int zero_guest_open(const struct zero_guest_cfg *cfg, struct zero_guest **out,
 	g->open_s[1] = t - t1;
 	ec.pol = &g->pol;
 	ec.mem = g->mem;
-	ec.quiet = cfg->quiet;
 	ec.profile_path = cfg->profile_path;
 	ec.topo = cfg->topo;
 	ret = zero_engine_create(&ec, &g->engine, err, len);
@@ -291,10 +290,10 @@ int zero_guest_serve(struct zero_guest *g)
 	return ret == -ECANCELED ? 0 : ret;
 }
 
-void zero_guest_progress(struct zero_guest *g)
+void zero_guest_set_progress(struct zero_guest *g, zero_progress_fn *fn,
+			     void *arg)
 {
-	if (g->pol.mode == ZERO_MODE_HYBRID)
-		zero_engine_progress(g->engine);
+	zero_engine_set_progress(g->engine, fn, arg);
 }
 
 void zero_guest_cancel(struct zero_guest *g)

@@ -34,7 +34,7 @@ struct zero_guest_cfg {
 	struct zero_mem_opts mem;
 	const struct zero_policy *pol;
 	const char *profile_path; /* for backend=auto; NULL: the default */
-	bool quiet; /* no progress, no notes on stderr */
+	bool quiet; /* no notes (pr_info) about the pool */
 	const struct zero_topo *topo; /* NULL: this machine's */
 };
 
@@ -122,8 +122,13 @@ void zero_guest_poll_fds(const struct zero_guest *g, int fds[2]);
  */
 int zero_guest_serve(struct zero_guest *g) __attribute__((warn_unused_result));
 
-/* Hybrid progress on stderr (a terminal, not quiet); for timers. */
-void zero_guest_progress(struct zero_guest *g);
+/*
+ * @fn is told how prezero passes go (the prezero policy's in prepare,
+ * zero_guest_prezero(), on_exit's scrub), from the thread that called
+ * them, about ten times a second. zeroing/ draws nothing itself.
+ */
+void zero_guest_set_progress(struct zero_guest *g, zero_progress_fn *fn,
+			     void *arg);
 
 /*
  * Stops all work within one chunk; any thread, any time. It stays

@@ -22,7 +22,9 @@ struct zero_pool;
 struct zero_pool_cfg {
 	struct zero_mem *mem;
 	arch_clear_fn clear;
-	uint64_t chunk; /* bytes, a multiple of 4 KiB; capped at the page */
+	/* bytes, a multiple of 64 (zero_pool_create() refuses others; the
+	 * policy allows multiples of 4 KiB); capped at the page */
+	uint64_t chunk;
 	uint64_t first_page; /* this pool's pages */
 	uint64_t nr_pages;
 	int node; /* NUMA node of the pages, -1 for no binding */

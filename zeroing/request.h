@@ -28,6 +28,9 @@ struct zero_mem_opts {
 	bool shmem;
 };
 
+/* How a pass goes: @done of @total bytes. zeroing/ draws nothing. */
+typedef void zero_progress_fn(void *arg, uint64_t done, uint64_t total);
+
 struct zero_prezero_report {
 	uint64_t scrub_bytes;
 	uint64_t populate_bytes;

@@ -258,6 +258,16 @@ ZVMM_API int zvmm_guest_exit(struct zvmm_guest *g);
  */
 ZVMM_API int zvmm_guest_prezero(struct zvmm_guest *g);
 
+/*
+ * @fn is told how long passes go: zvmm_guest_prezero(), the prezero
+ * policy's pass in zvmm_guest_prepare(), on_exit's scrub. It is called
+ * from the thread that made that call, about ten times a second, with
+ * the bytes made zero so far of the pass's @total. NULL: not told.
+ */
+typedef void zvmm_progress_fn(void *arg, uint64_t done, uint64_t total);
+ZVMM_API void zvmm_guest_set_progress(struct zvmm_guest *g,
+				      zvmm_progress_fn *fn, void *arg);
+
 /* What the zeroing did so far. */
 struct zvmm_stats {
 	char mode[16]; /* prezero, demand, hybrid */
