@@ -39,12 +39,8 @@ extern const unsigned char zvmm_guest_image_end[];
 extern double zvmm_start_time;
 
 struct run_opts {
-	struct zvmm_mem mem;
-	unsigned int vcpus;
-	const char *policy, *guest, *cmdline, *json, *serial, *kvm;
-	struct cli_sets sets;
-	double timeout; /* seconds of guest run time, 0: none */
-	bool quiet, verbose, reserve;
+	struct cli_args a; /* as parsed */
+	struct zvmm_mem mem; /* from a.mem, a.page_bytes, a.pool */
 };
 
 static void run_usage(FILE *f)
@@ -90,37 +86,27 @@ static void run_usage(FILE *f)
 
 static int parse_opts(int argc, char **argv, struct run_opts *o)
 {
-	struct cli_args a = { .page_bytes = ZVMM_PAGE_2M,
-			      .vcpus = 1,
-			      .kvm = "/dev/kvm" };
-	int ret = cli_parse("run", argc, argv,
-			    CLI_MEM | CLI_HUGEPAGES | CLI_POLICY | CLI_SET |
-				    CLI_VCPUS | CLI_GUEST | CLI_CMDLINE |
-				    CLI_POOL | CLI_JSON | CLI_SERIAL |
-				    CLI_QUIET | CLI_VERBOSE | CLI_KVM |
-				    CLI_RESERVE | CLI_TIMEOUT,
-			    run_usage, &a);
+	struct cli_args *a = &o->a;
+	int ret;
 
+	*a = (struct cli_args){ .page_bytes = ZVMM_PAGE_2M,
+				.vcpus = 1,
+				.kvm = "/dev/kvm" };
+	ret = cli_parse("run", argc, argv,
+			CLI_MEM | CLI_HUGEPAGES | CLI_POLICY | CLI_SET |
+				CLI_VCPUS | CLI_GUEST | CLI_CMDLINE | CLI_POOL |
+				CLI_JSON | CLI_SERIAL | CLI_QUIET |
+				CLI_VERBOSE | CLI_KVM | CLI_RESERVE |
+				CLI_TIMEOUT,
+			run_usage, a);
 	if (ret)
 		return ret;
-	if (!a.mem) {
+	if (!a->mem) {
 		pr_err("run needs --mem SIZE, e.g. --mem 2G");
 		return -EINVAL;
 	}
-	o->mem = ZVMM_MEM_INIT(a.mem, a.page_bytes);
-	o->mem.pool_path = a.pool;
-	o->vcpus = a.vcpus;
-	o->policy = a.policy;
-	o->guest = a.guest;
-	o->cmdline = a.cmdline;
-	o->json = a.json;
-	o->serial = a.serial;
-	o->kvm = a.kvm;
-	o->sets = a.sets;
-	o->timeout = a.timeout;
-	o->quiet = a.quiet;
-	o->verbose = a.verbose;
-	o->reserve = a.reserve;
+	o->mem = ZVMM_MEM_INIT(a->mem, a->page_bytes);
+	o->mem.pool_path = a->pool;
 	return 0;
 }
 
@@ -201,13 +187,13 @@ static int check_request(struct run_state *s)
 	char err[512];
 	int ret;
 
-	ret = cli_policy(o->policy, &o->sets, &s->pol);
+	ret = cli_policy(o->a.policy, &o->a.sets, &s->pol);
 	if (ret)
 		return ret;
-	if (o->guest) {
-		ret = read_guest(o->guest, &s->image, &s->image_size);
+	if (o->a.guest) {
+		ret = read_guest(o->a.guest, &s->image, &s->image_size);
 		if (ret) {
-			pr_err("cannot read --guest %s: %s", o->guest,
+			pr_err("cannot read --guest %s: %s", o->a.guest,
 			       ret == -EINVAL ?
 				       "not a regular file under 1 GiB" :
 				       strerror(-ret));
@@ -224,22 +210,23 @@ static int check_request(struct run_state *s)
 	ret = vmm_pvh_check(s->image, s->image_size, o->mem.bytes, &info, err,
 			    sizeof(err));
 	if (ret) {
-		pr_err("%s: %s", o->guest ? o->guest : "built-in guest", err);
+		pr_err("%s: %s", o->a.guest ? o->a.guest : "built-in guest",
+		       err);
 		return -EINVAL;
 	}
 	s->boot_end = info.hi > VMM_BOOT_END ? info.hi : VMM_BOOT_END;
 	s->entry = info.entry;
 	snprintf(s->cmdline, sizeof(s->cmdline), "%s%s",
-		 o->cmdline ? o->cmdline : "",
-		 o->cmdline && *o->cmdline ? " " : "");
-	if (!o->cmdline || !strstr(o->cmdline, "vcpus="))
+		 o->a.cmdline ? o->a.cmdline : "",
+		 o->a.cmdline && *o->a.cmdline ? " " : "");
+	if (!o->a.cmdline || !strstr(o->a.cmdline, "vcpus="))
 		snprintf(s->cmdline + strlen(s->cmdline),
 			 sizeof(s->cmdline) - strlen(s->cmdline), "vcpus=%u",
-			 o->vcpus);
-	ret = probe_kvm(o->kvm);
+			 o->a.vcpus);
+	ret = probe_kvm(o->a.kvm);
 	if (ret)
 		return ret;
-	if (o->reserve && !(o->mem.bytes % o->mem.page_bytes)) {
+	if (o->a.reserve && !(o->mem.bytes % o->mem.page_bytes)) {
 		long nr = (long)(o->mem.bytes / o->mem.page_bytes);
 
 		ret = zvmm_hugepages_reserve(o->mem.page_bytes, (uint64_t)nr,
@@ -255,18 +242,18 @@ static int check_request(struct run_state *s)
 
 static int open_outputs(struct run_state *s)
 {
-	if (s->o.json && !s->json) {
-		s->json = fopen(s->o.json, "we");
+	if (s->o.a.json && !s->json) {
+		s->json = fopen(s->o.a.json, "we");
 		if (!s->json) {
-			pr_err("cannot write --json %s: %s", s->o.json,
+			pr_err("cannot write --json %s: %s", s->o.a.json,
 			       strerror(errno));
 			return -EINVAL;
 		}
 	}
-	if (s->o.serial) {
-		s->serial = fopen(s->o.serial, "we");
+	if (s->o.a.serial) {
+		s->serial = fopen(s->o.a.serial, "we");
 		if (!s->serial) {
-			pr_err("cannot write --serial %s: %s", s->o.serial,
+			pr_err("cannot write --serial %s: %s", s->o.a.serial,
 			       strerror(errno));
 			s->serial = stdout;
 			return -EINVAL;
@@ -325,7 +312,7 @@ static int run_init(struct run_state *s)
 		return ret;
 	s->t_opened = clock_now();
 	__atomic_store_n(&s->g, g, __ATOMIC_RELEASE);
-	if (s->o.verbose) {
+	if (s->o.a.verbose) {
 		zvmm_guest_stats(g, &st);
 		pr_info("guest memory open; preparing it for the %s policy",
 			st.mode);
@@ -337,13 +324,14 @@ static int run_init(struct run_state *s)
 			       ret;
 	s->t_prepared = clock_now();
 	zvmm_guest_memory(g, (void **)&ram.guest, &ram.bytes);
-	ret = vmm_vm_create(s->o.kvm, &ram, s->o.vcpus, &vm, err, sizeof(err));
+	ret = vmm_vm_create(s->o.a.kvm, &ram, s->o.a.vcpus, &vm, err,
+			    sizeof(err));
 	if (ret) {
 		pr_err("%s", err);
 		return ret;
 	}
 	s->t_vcpus = clock_now();
-	vm->verbose = s->o.verbose;
+	vm->verbose = s->o.a.verbose;
 	__atomic_store_n(&s->vm, vm, __ATOMIC_RELEASE);
 	vmm_devices_init(&s->dev, vm, s->serial);
 	s->dev_init = true;
@@ -369,8 +357,8 @@ static int run_loop(struct run_state *s)
 {
 	struct vmm_loop l = { .vm = s->vm,
 			      .guest = s->g,
-			      .quiet = s->o.quiet,
-			      .timeout = s->o.timeout };
+			      .quiet = s->o.a.quiet,
+			      .timeout = s->o.a.timeout };
 	sigset_t set;
 	int ret;
 
@@ -423,7 +411,7 @@ static void run_guest(struct run_state *s)
 		break;
 	case VMM_STOP_TIMEOUT:
 		pr_err("the guest ran past --timeout %g s and was stopped",
-		       s->o.timeout);
+		       s->o.a.timeout);
 		s->status = EXIT_TIMEOUT;
 		break;
 	case VMM_STOP_CANCELLED:
@@ -472,9 +460,9 @@ static void run_exit(struct run_state *s)
 	if (!vmm_sigwatch_start(&s->w))
 		(void)!zvmm_guest_exit(s->g);
 	zvmm_guest_stats(s->g, &f.z);
-	if (s->o.verbose)
+	if (s->o.a.verbose)
 		vmm_report_phases(stderr, &f);
-	if (!s->o.quiet)
+	if (!s->o.a.quiet)
 		vmm_report_summary(s->out, &f);
 	if (s->json) {
 		vmm_report_json(s->json, &f);
@@ -494,7 +482,7 @@ static void run_cleanup(struct run_state *s)
 	if (s->json && s->json != stdout) {
 		fclose(s->json);
 		if (!s->json_written)
-			unlink(s->o.json);
+			unlink(s->o.a.json);
 	}
 	if (s->serial && s->serial != stdout && s->serial != stderr)
 		fclose(s->serial);
@@ -518,7 +506,7 @@ int cmd_run(int argc, char **argv)
 		free(s);
 		return ret > 0 ? 0 : EXIT_USAGE;
 	}
-	if (s->o.json && !strcmp(s->o.json, "-")) {
+	if (s->o.a.json && !strcmp(s->o.a.json, "-")) {
 		s->json = stdout;
 		s->out = stderr;
 		s->serial = stderr;
