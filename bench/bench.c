@@ -12,6 +12,7 @@
 
 #include "../lib/log.h"
 #include "../lib/size.h"
+#include "../lib/stats.h"
 #include "../zeroing/backend.h"
 #include "../zeroing/calibrate.h"
 #include "../zeroing/hugetlb.h"
@@ -43,13 +44,6 @@ static void bench_on_signal(int sig)
 	bench_stop = sig;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 void bench_progress(struct bench *bn, const char *what, uint64_t extent,
 		    unsigned int rep)
 {
@@ -79,14 +73,14 @@ void bench_record(struct bench *bn, const char *method, uint64_t page,
 	if (bn->nr == BENCH_MAX_RESULTS)
 		return;
 	r = &bn->res[bn->nr++];
-	qsort(t, n, sizeof(*t), cmp_double);
+	stats_sort(t, n);
 	snprintf(r->method, sizeof(r->method), "%s", method);
 	r->page_bytes = page;
 	r->extent_bytes = extent;
 	r->threads = 1;
 	r->backend[0] = '\0';
 	r->reps = n;
-	r->gbps = (double)bytes / t[n / 2] / 1e9;
+	r->gbps = (double)bytes / stats_median_sorted(t, n) / 1e9;
 	r->gbps_min = (double)bytes / t[n - 1] / 1e9;
 	r->gbps_max = (double)bytes / t[0] / 1e9;
 }

@@ -7,10 +7,11 @@
 #include <stddef.h>
 
 /*
- * libinih over text in memory: the policy file and the pool's state
- * record are read whole, then parsed here, so the parsers can be driven
- * from a buffer (fuzz/). Unlike ini_parse_string(), @text needs no NUL
- * and may hold NUL bytes (a line ends at its first NUL, as with a file).
+ * libinih over text in memory: the policy file, the pool's state record
+ * and the calibration profile are read whole, then parsed here, so the
+ * parsers can be driven from a buffer (fuzz/). Unlike
+ * ini_parse_string(), @text needs no NUL and may hold NUL bytes (a line
+ * ends at its first NUL, as with a file).
  *
  * libinih reads a line into a fixed buffer and treats whatever does not
  * fit as the next line, so the tail of a long comment could become a

@@ -101,6 +101,26 @@ Test(calibrate, malformed_profile_names_the_line, .init = make_path,
 	cr_assert_eq(line, 4);
 }
 
+Test(calibrate, unreadable_profile, .init = make_path, .fini = drop_path)
+{
+	struct zero_profile p;
+	char text[1024];
+	int line = -1;
+
+	cr_assert_eq(zero_profile_read("/nonexistent/calibration.ini", &p,
+				       &line),
+		     -ENOENT);
+	cr_assert_eq(line, 0);
+	/* A directory opens but does not read: wrong as a whole. */
+	cr_assert_eq(zero_profile_read("/tmp", &p, &line), -EINVAL);
+	cr_assert_eq(line, 0);
+	/* A line libinih would split is an error, not two lines. */
+	snprintf(text, sizeof(text), "[profile]\nversion = 2\n; %0900d\n", 0);
+	write_file(text);
+	cr_assert_eq(zero_profile_read(path, &p, &line), -EINVAL);
+	cr_assert_eq(line, 3);
+}
+
 Test(calibrate, profile_of_other_cpu_is_stale, .init = make_path_quiet,
      .fini = drop_path)
 {

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
-/* Reservations raise the pool and always put the old count back. */
+/* Reservations raise the pool and always put the old count back; the
+ * sysfs and procfs readers under them. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "../lib/size.h"
+#include "../lib/sysfs.h"
 #include "../zeroing/hugetlb.h"
 #include "helpers.h"
 
@@ -66,4 +69,79 @@ Test(hugetlb, mem_available_is_plausible)
 	cr_assert_eq(zero_mem_available(&avail), 0);
 	cr_assert_gt(avail, 64 * SZ_1M);
 	cr_assert_lt(avail, 1ull << 50);
+}
+
+Test(hugetlb, missing_pool_is_enoent)
+{
+	long nr, nfree;
+
+	/* There are no 4 KiB hugepages: no such pool directory. */
+	cr_assert_eq(zero_hugetlb_counts(SZ_4K, &nr, &nfree), -ENOENT);
+	cr_assert_eq(zero_hugetlb_read(SZ_4K, "resv_hugepages", &nr), -ENOENT);
+}
+
+static char tmp[64];
+
+static void make_tmp(void)
+{
+	snprintf(tmp, sizeof(tmp), "/tmp/zvmm-test-sysfs.%d", (int)getpid());
+}
+
+static void drop_tmp(void)
+{
+	unlink(tmp);
+}
+
+static void put(const char *text)
+{
+	FILE *f = fopen(tmp, "w");
+
+	cr_assert_not_null(f);
+	fputs(text, f);
+	cr_assert_eq(fclose(f), 0);
+}
+
+Test(sysfs, reads_the_number_a_file_starts_with, .init = make_tmp,
+     .fini = drop_tmp)
+{
+	long v = 5;
+
+	put("  42\n");
+	cr_assert_eq(sysfs_read_long(tmp, &v), 0);
+	cr_assert_eq(v, 42);
+	put("-1\n");
+	cr_assert_eq(sysfs_read_long(tmp, &v), 0);
+	cr_assert_eq(v, -1);
+	v = 5;
+	put("");
+	cr_assert_eq(sysfs_read_long(tmp, &v), -EIO);
+	put("none\n");
+	cr_assert_eq(sysfs_read_long(tmp, &v), -EIO);
+	cr_assert_eq(v, 5, "a failed read changed the value");
+	drop_tmp();
+	cr_assert_eq(sysfs_read_long(tmp, &v), -ENOENT);
+}
+
+Test(sysfs, reads_one_field_of_a_meminfo_file, .init = make_tmp,
+     .fini = drop_tmp)
+{
+	uint64_t v = 5;
+
+	put("MemTotal:       16318412 kB\n"
+	    "MemFree:         1000 kB\n"
+	    "MemAvailable:    7 kB\n"
+	    "HugePages_Total:       3\n");
+	cr_assert_eq(sysfs_read_field(tmp, "MemTotal", &v), 0);
+	cr_assert_eq(v, 16318412);
+	cr_assert_eq(sysfs_read_field(tmp, "MemAvailable", &v), 0);
+	cr_assert_eq(v, 7);
+	cr_assert_eq(sysfs_read_field(tmp, "HugePages_Total", &v), 0);
+	cr_assert_eq(v, 3);
+	v = 5;
+	/* A key is matched whole, never as the start of another. */
+	cr_assert_eq(sysfs_read_field(tmp, "Mem", &v), -ENODATA);
+	cr_assert_eq(sysfs_read_field(tmp, "SwapTotal", &v), -ENODATA);
+	cr_assert_eq(v, 5);
+	drop_tmp();
+	cr_assert_eq(sysfs_read_field(tmp, "MemTotal", &v), -ENOENT);
 }

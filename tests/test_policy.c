@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "../lib/size.h"
+#include "../zeroing/backend.h"
 #include "../zeroing/policy.h"
 
 static char path[64];
@@ -129,6 +130,30 @@ Test(policy, bad_values_name_file_and_line)
 		/* Nothing half-applied. */
 		cr_assert_eq(p.mode, ZERO_MODE_HYBRID, "%s", bad[i].text);
 	}
+}
+
+/* Every backend name of every architecture: the one list. */
+Test(policy, backend_is_any_known_name)
+{
+	const struct zero_backend_name *b;
+	char set[64], bad[512];
+
+	cr_assert_eq(zero_policy_set(&p, "zeroing.backend=warp", bad,
+				     sizeof(bad)),
+		     -EINVAL);
+	cr_assert(strstr(bad, "expected auto, "), "%s", bad);
+	for (unsigned int i = 0; (b = zero_backend_name_at(i)); i++) {
+		cr_assert(strstr(bad, b->name), "'%s' not offered: %s", b->name,
+			  bad);
+		snprintf(set, sizeof(set), "zeroing.backend=%s", b->name);
+		cr_assert_eq(zero_policy_set(&p, set, err, sizeof(err)), 0,
+			     "%s", err);
+		cr_assert_str_eq(p.backend, b->name);
+	}
+	cr_assert_eq(zero_policy_set(&p, "zeroing.backend=auto", err,
+				     sizeof(err)),
+		     0);
+	cr_assert_str_eq(p.backend, "auto");
 }
 
 Test(policy, first_error_is_reported)

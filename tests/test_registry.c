@@ -83,12 +83,68 @@ Test(registry, missing_feature_is_refused_not_run)
 Test(registry, available_list_matches_runs_here)
 {
 	const struct zero_backend *b;
-	char list[512];
+	char list[512], *tok, *save = NULL;
 	unsigned int i;
 
-	zero_backend_list_available(list, sizeof(list));
+	zero_backend_list(zero_cpu_features(), " ", list, sizeof(list));
+	tok = strtok_r(list, " ", &save);
+	for_each_backend(i, b) {
+		if (!zero_backend_runs_here(b))
+			continue;
+		cr_assert_not_null(tok, "%s runs here but is not listed",
+				   b->name);
+		cr_assert_str_eq(tok, b->name);
+		tok = strtok_r(NULL, " ", &save);
+	}
+	cr_assert_null(tok, "'%s' listed but does not run here", tok);
+}
+
+Test(registry, index_finds_every_backend_by_name)
+{
+	const struct zero_backend *b;
+	unsigned int i;
+
 	for_each_backend(i, b)
-		cr_assert_eq(strstr(list, b->name) != NULL,
-			     zero_backend_runs_here(b), "%s vs list '%s'",
-			     b->name, list);
+		cr_assert_eq(zero_backend_index(b->name), (int)i, "%s",
+			     b->name);
+	cr_assert_eq(zero_backend_index("warp_drive"), -1);
+}
+
+/* The table of every architecture's names and the registry agree. */
+Test(registry, every_name_is_built_here_or_for_another_architecture)
+{
+	const struct zero_backend_name *k, *l;
+	const struct zero_backend *b;
+	unsigned int i, j, foreign = 0;
+
+	for_each_backend(i, b) {
+		for (j = 0; (k = zero_backend_name_at(j)); j++)
+			if (!strcmp(k->name, b->name))
+				break;
+		cr_assert_not_null(k, "%s is not in zero_backend_name_at()",
+				   b->name);
+		cr_assert_str_eq(k->arch, b->generic ? "generic" : arch_name,
+				 "%s", b->name);
+	}
+	for (i = 0; (k = zero_backend_name_at(i)); i++) {
+		char why[512];
+
+		for (j = 0; j < i; j++) {
+			l = zero_backend_name_at(j);
+			cr_assert_str_neq(l->name, k->name, "listed twice");
+		}
+		if (!strcmp(k->arch, arch_name) ||
+		    !strcmp(k->arch, "generic")) {
+			cr_assert_geq(zero_backend_index(k->name), 0,
+				      "%s (%s) is not built here", k->name,
+				      k->arch);
+			continue;
+		}
+		cr_assert_eq(zero_backend_index(k->name), -1, "%s", k->name);
+		cr_assert_eq(zero_backend_find(k->name, &b, why, sizeof(why)),
+			     -EOPNOTSUPP, "%s", k->name);
+		cr_assert(strstr(why, "is for"), "%s", why);
+		foreign++;
+	}
+	cr_assert_gt(foreign, 0, "no backend of another architecture");
 }

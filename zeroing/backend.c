@@ -14,21 +14,6 @@ static unsigned int registry_len;
 static uint32_t cpu_features;
 static pthread_once_t registry_once = PTHREAD_ONCE_INIT;
 
-/*
- * Backends of every architecture, so that asking for one of another
- * architecture gets "that is an arm64 backend" rather than "unknown".
- */
-static const struct {
-	const char *name;
-	const char *arch;
-} known_backends[] = {
-	{ "rep_stosb", "x86-64" }, { "rep_stosq", "x86-64" },
-	{ "movq", "x86-64" },	   { "movnti", "x86-64" },
-	{ "nt_sse2", "x86-64" },   { "nt_avx2", "x86-64" },
-	{ "nt_avx512", "x86-64" }, { "clzero", "x86-64" },
-	{ "dc_zva", "arm64" },	   { "stnp", "arm64" },
-};
-
 static void add(const struct arch_backend *ab, bool generic)
 {
 	struct zero_backend *b = &registry[registry_len++];
@@ -79,7 +64,8 @@ bool zero_backend_runs_here(const struct zero_backend *b)
 	return zero_backend_runs_with(b, zero_cpu_features());
 }
 
-static void list_with(uint32_t features, char *buf, size_t len)
+void zero_backend_list(uint32_t features, const char *sep, char *buf,
+		       size_t len)
 {
 	const struct zero_backend *b;
 	unsigned int i;
@@ -90,13 +76,19 @@ static void list_with(uint32_t features, char *buf, size_t len)
 		if (!zero_backend_runs_with(b, features))
 			continue;
 		n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%s",
-				      n ? ", " : "", b->name);
+				      n ? sep : "", b->name);
 	}
 }
 
-void zero_backend_list_available(char *buf, size_t len)
+int zero_backend_index(const char *name)
 {
-	list_with(zero_cpu_features(), buf, len);
+	const struct zero_backend *b;
+	unsigned int i;
+
+	for_each_backend(i, b)
+		if (!strcmp(b->name, name))
+			return (int)i;
+	return -1;
 }
 
 void zero_features_format(uint32_t features, char *buf, size_t len)
@@ -118,14 +110,14 @@ int zero_backend_lookup(const char *name, uint32_t features,
 			const struct zero_backend **out, char *why,
 			size_t why_len)
 {
+	const struct zero_backend_name *known;
 	const struct zero_backend *b;
 	char avail[256], missing[128];
-	unsigned int i;
+	int i = zero_backend_index(name);
 
-	list_with(features, avail, sizeof(avail));
-	for_each_backend(i, b) {
-		if (strcmp(b->name, name))
-			continue;
+	zero_backend_list(features, ", ", avail, sizeof(avail));
+	if (i >= 0) {
+		b = zero_backend_at((unsigned int)i);
 		if (zero_backend_runs_with(b, features)) {
 			*out = b;
 			return 0;
@@ -139,15 +131,15 @@ int zero_backend_lookup(const char *name, uint32_t features,
 				name, missing, avail);
 		return -EOPNOTSUPP;
 	}
-	for (i = 0; i < sizeof(known_backends) / sizeof(known_backends[0]);
-	     i++) {
-		if (strcmp(known_backends[i].name, name))
+	/* Not built here: one of another architecture, or unknown. */
+	for (i = 0; (known = zero_backend_name_at((unsigned int)i)); i++) {
+		if (strcmp(known->name, name))
 			continue;
 		if (why)
 			snprintf(
 				why, why_len,
 				"backend '%s' is for %s, this is %s; backends that run here: %s",
-				name, known_backends[i].arch, arch_name, avail);
+				name, known->arch, arch_name, avail);
 		return -EOPNOTSUPP;
 	}
 	if (why)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
-#include <ini.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +12,10 @@
 #include <unistd.h>
 
 #include "../lib/file.h"
+#include "../lib/inibuf.h"
 #include "../lib/log.h"
 #include "../lib/size.h"
+#include "../lib/stats.h"
 #include "calibrate.h"
 
 /*
@@ -38,13 +40,6 @@ double zero_time_pass(const struct zero_backend *b, void *base, uint64_t bytes,
 		b->clear(p + off, n);
 	}
 	return clock_now() - t0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
 }
 
 /* Anonymous memory asked to be THP-backed, written once so it is warm. */
@@ -102,8 +97,9 @@ int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
 			for (r = 0; r < reps; r++)
 				t[r] = zero_time_pass(b, buf, buf_bytes,
 						      chunks[c]);
-			qsort(t, reps, sizeof(t[0]), cmp_double);
-			e->gbps[i] = (double)buf_bytes / t[reps / 2] / 1e9;
+			stats_sort(t, reps);
+			e->gbps[i] = (double)buf_bytes /
+				     stats_median_sorted(t, reps) / 1e9;
 			if (e->gbps[i] > best) {
 				best = e->gbps[i];
 				e->best = (int)i;
@@ -132,10 +128,7 @@ static void microcode(char *buf, size_t len)
 
 void zero_machine_get(struct zero_machine *m)
 {
-	const struct zero_backend *b;
 	struct utsname u;
-	unsigned int i;
-	size_t n = 0;
 
 	memset(m, 0, sizeof(*m));
 	snprintf(m->arch, sizeof(m->arch), "%s", arch_name);
@@ -145,11 +138,7 @@ void zero_machine_get(struct zero_machine *m)
 	snprintf(m->kernel, sizeof(m->kernel), "%s",
 		 uname(&u) ? "unknown" : u.release);
 	m->features = zero_cpu_features();
-	for_each_backend(i, b)
-		if (zero_backend_runs_here(b) && n < sizeof(m->backends))
-			n += (size_t)snprintf(m->backends + n,
-					      sizeof(m->backends) - n, "%s%s",
-					      n ? " " : "", b->name);
+	zero_backend_list(m->features, " ", m->backends, sizeof(m->backends));
 }
 
 const char *zero_backend_source_name(enum zero_backend_source s)
@@ -207,23 +196,15 @@ int zero_profile_write(const struct zero_profile *p, const char *path)
 	return file_replace_commit(f, tmp, path);
 }
 
+/* Far more than a profile of ZERO_PROFILE_MAX_CHUNKS sizes holds. */
+#define PROFILE_MAX_BYTES (1u << 20)
+
 struct profile_parse {
 	struct zero_profile *p;
 	int cur; /* entry being read, -1 in [profile] */
 	int version;
 	char features[128];
 };
-
-static int find_index(const char *name)
-{
-	const struct zero_backend *b;
-	unsigned int i;
-
-	for_each_backend(i, b)
-		if (!strcmp(b->name, name))
-			return (int)i;
-	return -1;
-}
 
 static int profile_key(void *user, const char *section, const char *name,
 		       const char *value)
@@ -272,10 +253,10 @@ static int profile_key(void *user, const char *section, const char *name,
 	}
 	e = &p->e[pp->cur];
 	if (!strcmp(name, "best")) {
-		e->best = find_index(value);
+		e->best = zero_backend_index(value);
 		return e->best >= 0;
 	}
-	idx = find_index(name);
+	idx = zero_backend_index(name);
 	if (idx < 0 || idx >= ZERO_PROFILE_MAX_BACKENDS)
 		return 0;
 	e->gbps[idx] = strtod(value, &end);
@@ -286,14 +267,23 @@ int zero_profile_read(const char *path, struct zero_profile *p, int *line)
 {
 	struct profile_parse pp = { .p = p, .cur = -1 };
 	struct zero_machine here;
-	char feat[128];
-	int ret;
+	char feat[128], *text;
+	bool too_long;
+	size_t len;
+	int fd, ret;
 
 	memset(p, 0, sizeof(*p));
 	*line = 0;
-	ret = ini_parse(path, profile_key, &pp);
-	if (ret == -1)
+	/* One that cannot be opened, for whatever reason, is none. */
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return -ENOENT;
+	ret = file_read_fd(fd, PROFILE_MAX_BYTES, &text, &len);
+	close(fd);
+	if (ret)
+		return -EINVAL;
+	ret = inibuf_parse(text, len, profile_key, &pp, &too_long);
+	free(text);
 	if (ret) {
 		*line = ret > 0 ? ret : 0;
 		return -EINVAL;

@@ -50,7 +50,6 @@ struct zero_profile {
 extern const uint64_t zero_calibrate_chunks[];
 extern const unsigned int zero_calibrate_nr_chunks;
 
-
 /*
  * Clears [base, base + bytes) with @b, one call per @extent bytes (the
  * last call may be shorter), and returns the seconds it took.
@@ -85,11 +84,12 @@ int zero_profile_write(const struct zero_profile *p, const char *path)
 void zero_machine_get(struct zero_machine *m);
 
 /*
- * Reads a profile. Returns 0; -ENOENT when there is none; -EINVAL for a
- * malformed one, with *line set to the offending line (0 if the file as
- * a whole is wrong); -ESTALE when it was written for another machine
- * (architecture, CPU identity, microcode, kernel, features or backends),
- * or by a zvmm that did not record them.
+ * Reads a profile. Returns 0; -ENOENT when there is none (it cannot be
+ * opened); -EINVAL for a malformed one, with *line set to the offending
+ * line (a line too long for libinih is one), 0 if the file as a whole is
+ * wrong (unreadable, over 1 MiB, incomplete); -ESTALE when it was
+ * written for another machine (architecture, CPU identity, microcode,
+ * kernel, features or backends), or by a zvmm that did not record them.
  */
 int zero_profile_read(const char *path, struct zero_profile *p, int *line)
 	__attribute__((warn_unused_result));

@@ -14,6 +14,7 @@
 
 #include "../lib/inject.h"
 #include "../lib/log.h"
+#include "../lib/stats.h"
 #include "calibrate.h"
 #include "demand.h"
 
@@ -333,7 +334,7 @@ int zero_demand_complete(struct zero_demand *f)
 }
 
 static void clock_now_here(struct zero_demand *f, uint64_t page,
-			  arch_clear_fn clear)
+			   arch_clear_fn clear)
 {
 	struct zero_mem *m = f->mem;
 
@@ -381,22 +382,10 @@ void zero_demand_drain(struct zero_demand *f, arch_clear_fn clear)
 	}
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
 static double percentile(double *v, size_t n, double q)
 {
-	size_t i;
-
-	if (!n)
-		return 0;
-	qsort(v, n, sizeof(double), cmp_double);
-	i = (size_t)(q * (double)(n - 1) + 0.5);
-	return v[i < n ? i : n - 1];
+	stats_sort(v, n);
+	return stats_percentile_sorted(v, n, q);
 }
 
 double zero_demand_latency(struct zero_demand *f, double q)

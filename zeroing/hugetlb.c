@@ -3,11 +3,11 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "../lib/size.h"
+#include "../lib/sysfs.h"
 #include "hugetlb.h"
 
 #define RESV_SLOTS 4
@@ -27,23 +27,6 @@ const char *zero_hugetlb_path(uint64_t page_bytes, const char *file, char *buf,
 	return buf;
 }
 
-static int read_long(const char *path, long *v)
-{
-	char buf[32];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return n < 0 ? -errno : -EIO;
-	buf[n] = '\0';
-	*v = strtol(buf, NULL, 10);
-	return 0;
-}
-
 static int write_str(const char *path, const char *s)
 {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
@@ -61,19 +44,21 @@ static int write_str(const char *path, const char *s)
 	return 0;
 }
 
-int zero_hugetlb_counts(uint64_t page_bytes, long *nr, long *free_pages)
+int zero_hugetlb_read(uint64_t page_bytes, const char *file, long *v)
 {
 	char path[96];
-	int ret;
 
-	ret = read_long(zero_hugetlb_path(page_bytes, "nr_hugepages", path,
-					  sizeof(path)),
-			nr);
+	return sysfs_read_long(
+		zero_hugetlb_path(page_bytes, file, path, sizeof(path)), v);
+}
+
+int zero_hugetlb_counts(uint64_t page_bytes, long *nr, long *free_pages)
+{
+	int ret = zero_hugetlb_read(page_bytes, "nr_hugepages", nr);
+
 	if (ret)
 		return ret;
-	return read_long(zero_hugetlb_path(page_bytes, "free_hugepages", path,
-					   sizeof(path)),
-			 free_pages);
+	return zero_hugetlb_read(page_bytes, "free_hugepages", free_pages);
 }
 
 static int set_nr(uint64_t page_bytes, long nr)
@@ -170,18 +155,15 @@ void zero_hugetlb_release_all_async(void)
 int zero_mem_available(uint64_t *bytes)
 {
 	static const uint64_t sizes[] = { SZ_2M, SZ_1G };
-	unsigned long long kb = 0;
-	char line[128];
+	uint64_t kb = 0;
 	long nr, nfree;
-	FILE *f = fopen("/proc/meminfo", "re");
+	int ret;
 
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	*bytes = (uint64_t)kb << 10;
+	/* A kernel without MemAvailable (before 3.14) counts as none. */
+	ret = sysfs_read_field("/proc/meminfo", "MemAvailable", &kb);
+	if (ret && ret != -ENODATA)
+		return ret;
+	*bytes = kb << 10;
 	for (unsigned int i = 0; i < 2; i++)
 		if (!zero_hugetlb_counts(sizes[i], &nr, &nfree) && nfree > 0)
 			*bytes += (uint64_t)nfree * sizes[i];

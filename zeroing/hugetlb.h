@@ -28,6 +28,15 @@ const char *zero_hugetlb_path(uint64_t page_bytes, const char *file, char *buf,
 			      size_t len);
 
 /*
+ * Reads one counter of the pool of @page_bytes pages (nr_hugepages,
+ * free_hugepages, resv_hugepages, ...). Returns 0, or -ENOENT when the
+ * kernel has no pool of that page size (another -errno, or -EIO, when the
+ * file cannot be read).
+ */
+int zero_hugetlb_read(uint64_t page_bytes, const char *file, long *v)
+	__attribute__((warn_unused_result));
+
+/*
  * Reads nr_hugepages and free_hugepages. Returns 0, or -ENOENT when the
  * kernel has no pool of that page size.
  */

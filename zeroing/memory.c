@@ -15,6 +15,7 @@
 
 #include "../lib/inject.h"
 #include "../lib/size.h"
+#include "../lib/sysfs.h"
 #include "hugetlb.h"
 #include "memory.h"
 
@@ -23,34 +24,22 @@
 #define MFD_HUGE_2MB (21 << 26)
 #endif
 
+/* MemTotal in KiB, 0 when it cannot be read. */
 static long mem_total_kb(void)
 {
-	char line[128];
-	long kb = 0;
-	FILE *f = fopen("/proc/meminfo", "re");
+	uint64_t kb;
 
-	if (!f)
+	if (sysfs_read_field("/proc/meminfo", "MemTotal", &kb))
 		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemTotal: %ld kB", &kb) == 1)
-			break;
-	fclose(f);
-	return kb;
+	return (long)kb;
 }
 
+/* A counter of the pool of @page_bytes pages, -1 when it cannot be read. */
 static long read_count(uint64_t page_bytes, const char *file)
 {
-	char path[128], buf[32];
-	long v = -1;
-	FILE *f = fopen(zero_hugetlb_path(page_bytes, file, path, sizeof(path)),
-			"re");
+	long v;
 
-	if (!f)
-		return -1;
-	if (fgets(buf, sizeof(buf), f))
-		v = strtol(buf, NULL, 10);
-	fclose(f);
-	return v;
+	return zero_hugetlb_read(page_bytes, file, &v) ? -1 : v;
 }
 
 /* hugetlbfs accounts allocated pages in st_blocks. */

@@ -18,14 +18,6 @@ static const char *const fresh_names[] = { "trust", "scrub" };
 static const char *const exit_names[] = { "release", "keep", "scrub" };
 static const char *const numa_names[] = { "local", "interleave", "bind" };
 
-/* Every backend name of every architecture is a valid value; whether it
- * runs on this CPU is decided when the engine starts. */
-static const char *const backend_names[] = {
-	"auto",	   "rep_stosb", "rep_stosq",	  "movq",   "movnti",
-	"nt_sse2", "nt_avx2",	"nt_avx512",	  "clzero", "dc_zva",
-	"stnp",	   "memset",	"page_at_a_time",
-};
-
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Far more than any policy needs: a bigger file is a mistake. */
@@ -74,7 +66,18 @@ static int pick(const char *const *names, unsigned int n, const char *v,
 	return -EINVAL;
 }
 
-/* "all" or a list of node numbers and ranges: "0", "0,2", "0-3,6". */
+/*
+ * "all" or a list of node numbers and ranges: "0", "0,2", "0-3,6".
+ *
+ * Not libnuma's numa_parse_nodestring() (as of 2.0.16, Debian 12): it
+ * refuses nodes this machine lacks ("nodes = 1" on a one-node machine),
+ * while a policy must read on every machine it is copied to; it says why
+ * on stderr ("libnuma: Warning: ...") rather than in @err; and it takes
+ * more than this contract: "" (no node), "!0", "+1", "0x1" and "010"
+ * (octal), "netdev:", "ip:", "file:", "block:" and "pci:" names looked
+ * up on this machine, "all" as the nodes present rather than 0, and
+ * "3-1" as node 3 alone.
+ */
 static int parse_nodes(const char *v, uint64_t *out, char *err, size_t len)
 {
 	uint64_t mask = 0;
@@ -124,6 +127,23 @@ bad:
 	return -EINVAL;
 }
 
+/*
+ * "auto" or the name of a backend of any architecture: whether it runs
+ * on this CPU is decided when the engine starts, so a policy reads on
+ * every machine.
+ */
+static int pick_backend(const char *v, char *err, size_t len)
+{
+	const struct zero_backend_name *b;
+	const char *names[32] = { "auto" };
+	unsigned int n = 1;
+	int i;
+
+	while (n < N(names) && (b = zero_backend_name_at(n - 1)))
+		names[n++] = b->name;
+	return pick(names, n, v, &i, err, len);
+}
+
 static int parse_size_or(const char *v, const char *word, uint64_t *out,
 			 uint64_t min, uint64_t max, char *err, size_t len)
 {
@@ -163,8 +183,7 @@ static int set_key(struct zero_policy *p, const char *section, const char *key,
 			return ret;
 		}
 		if (!strcmp(key, "backend")) {
-			ret = pick(backend_names, N(backend_names), v, &i, err,
-				   len);
+			ret = pick_backend(v, err, len);
 			/* Whole buffer: a shorter name after a longer one
 			 * leaves no tail (policies compare whole). */
 			if (!ret) {

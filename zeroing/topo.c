@@ -7,20 +7,20 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../lib/sysfs.h"
 #include "topo.h"
 
+/* Leaves *v as it was when the file cannot be read. */
 static int read_int(const char *fmt, int cpu, int *v)
 {
 	char path[128];
-	FILE *f;
+	long l;
 	int ret;
 
 	snprintf(path, sizeof(path), fmt, cpu);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	ret = fscanf(f, "%d", v) == 1 ? 0 : -EIO;
-	fclose(f);
+	ret = sysfs_read_long(path, &l);
+	if (!ret)
+		*v = (int)l;
 	return ret;
 }
 
