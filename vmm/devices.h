@@ -46,6 +46,14 @@ void vmm_devices_pio(struct vmm_vcpu *c, uint16_t port, bool out, uint8_t *data,
  * A number field of the guest's report: 0 with *v set, -ENOENT when it is
  * absent, -EINVAL when its value is not an unsigned integer, -ERANGE when
  * it does not fit in 64 bits.
+ *
+ * @json is parsed with json-c (strict, valid UTF-8) and must be one JSON
+ * object of under VMM_LINE_MAX bytes, else -EINVAL; -ENOMEM when json-c
+ * cannot allocate. @key is looked up among its top-level members only: a
+ * name inside a string or a nested object is not one. Of duplicate
+ * members the last counts (json-c's choice, as Python's and JavaScript's).
+ * Not an unsigned integer: a negative, a fraction or exponent ("5.0",
+ * "5e3"), a string, a bool, null, an array or an object; "-0" is 0.
  */
 int vmm_report_u64(const char *json, const char *key, uint64_t *v)
 	__attribute__((warn_unused_result));

@@ -1,66 +1,219 @@
 // SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/resource.h>
 
+#include "../lib/log.h"
 #include "../lib/size.h"
 #include "report.h"
+
+/*
+ * The report is built as json-c objects and written by json-c (values,
+ * escaping, nesting) in the layout it has always had, which scripts read
+ * with grep (bench/suite.sh, demand.sh, launch.sh): "key": value with one
+ * space after the colon, one line per section, the top level's scalars
+ * on the lines they share. Numbers with a fraction are written
+ * fixed-point with each field's precision, never with an exponent.
+ */
+#define REPORT_JSON_FLAGS \
+	(JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
+
+/* Whether every json-c allocation of the report succeeded. */
+struct jb {
+	bool ok;
+};
+
+/*
+ * @v as member @key of @o (taking @v); a NULL @o or @v (an allocation that
+ * failed, here or before) is a failure.
+ */
+static json_object *jb_add(struct jb *b, json_object *o, const char *key,
+			   json_object *v)
+{
+	if (!o || !v || json_object_object_add(o, key, v)) {
+		json_object_put(v);
+		b->ok = false;
+		return NULL;
+	}
+	return v;
+}
+
+static json_object *jb_section(struct jb *b, json_object *o, const char *key)
+{
+	return jb_add(b, o, key, json_object_new_object());
+}
+
+static void jb_u64(struct jb *b, json_object *o, const char *key, uint64_t v)
+{
+	jb_add(b, o, key, json_object_new_uint64(v));
+}
+
+static void jb_i64(struct jb *b, json_object *o, const char *key, int64_t v)
+{
+	jb_add(b, o, key, json_object_new_int64(v));
+}
+
+static void jb_bool(struct jb *b, json_object *o, const char *key, bool v)
+{
+	jb_add(b, o, key, json_object_new_boolean(v));
+}
+
+static void jb_str(struct jb *b, json_object *o, const char *key, const char *v)
+{
+	jb_add(b, o, key, json_object_new_string(v));
+}
+
+/*
+ * @v with @prec decimals ("%.3f"): json-c writes the text it is given.
+ * NaN and infinities, which JSON has no numbers for, are null.
+ */
+static void jb_fixed(struct jb *b, json_object *o, const char *key, double v,
+		     int prec)
+{
+	char text[400]; /* %.6f of DBL_MAX: 317 characters */
+
+	if (!isfinite(v)) {
+		if (!o || json_object_object_add(o, key, NULL))
+			b->ok = false;
+		return;
+	}
+	snprintf(text, sizeof(text), "%.*f", prec, v);
+	jb_add(b, o, key, json_object_new_double_s(v, text));
+}
+
+/*
+ * @root as text: "{ " the members ", "-separated, each written by json-c,
+ * with a line break before and after each section (an object), " }".
+ * The keys are this file's own, which need no escaping. Every member is
+ * written once before anything is printed, so a failure prints nothing;
+ * the second time json-c reuses the buffer it filled.
+ */
+static int jb_write(FILE *f, json_object *root)
+{
+	struct json_object_iter it;
+	bool prev_obj = false;
+	const char *sep = "{ ";
+
+	json_object_object_foreachC(root, it)
+	{
+		if (!json_object_to_json_string_ext(it.val, REPORT_JSON_FLAGS))
+			return -ENOMEM;
+	}
+	json_object_object_foreachC(root, it)
+	{
+		bool obj = json_object_is_type(it.val, json_type_object);
+
+		if (obj || prev_obj)
+			sep = ",\n  ";
+		fprintf(f, "%s\"%s\": %s", sep, it.key,
+			json_object_to_json_string_ext(it.val,
+						       REPORT_JSON_FLAGS));
+		sep = ", ";
+		prev_obj = obj;
+	}
+	fputs(" }\n", f);
+	return 0;
+}
 
 void vmm_report_json(FILE *f, const struct vmm_run_facts *r)
 {
 	const struct zvmm_stats *z = &r->z;
-	const char *rep = r->dev->have_report ? r->dev->report : "";
+	const struct vmm_devices *dev = r->dev;
 	static const char *const keys[] = { "touched_bytes",  "verified_bytes",
 					    "nonzero_bytes",  "stride",
 					    "reserved_bytes", "tsc_cycles",
 					    "marks_written",  "marks_lost",
 					    "foreign_words" };
+	struct jb b = { .ok = true };
+	json_object *root = json_object_new_object();
+	json_object *o, *p;
 	struct rusage ru;
 	uint64_t v;
 
-	fprintf(f,
-		"{ \"version\": 1, \"mem_bytes\": %llu, \"page_bytes\": %llu, \"vcpus\": %u,\n"
-		"  \"policy\": { \"mode\": \"%s\", \"backend\": \"%s\", \"backend_from\": \"%s\", \"workers\": %u, \"chunk_bytes\": %llu },\n"
-		"  \"launch\": { \"ready_ms\": %.3f, \"phases_ms\": { \"options\": %.3f, \"memory\": %.3f, \"record\": %.3f, \"engine\": %.3f, \"prepare\": %.3f, \"kvm_vm\": %.3f, \"kvm_memslots\": %.3f, \"kvm_vcpus\": %.3f, \"loader\": %.3f, \"start\": %.3f } },\n"
-		"  \"prezero\": { \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.3f, \"scrub_bytes\": %llu, \"populate_bytes\": %llu },\n"
-		"  \"demand\": { \"faults\": %llu, \"pages\": %llu, \"scrubbed_pages\": %llu, \"ahead_pages\": %llu, \"bytes\": %llu, \"latency_us\": { \"p50\": %.1f, \"p99\": %.1f, \"max\": %.1f }, \"busy_latency_us\": { \"faults\": %llu, \"p50\": %.1f, \"p99\": %.1f, \"max\": %.1f } },\n"
-		"  \"background\": { \"bytes\": %llu, \"seconds\": %.6f },\n"
-		"  \"pool\": { \"file\": %s, \"record_clean\": %s, \"on_exit\": \"%s\", \"on_exit_bytes\": %llu, \"on_exit_seconds\": %.6f, \"record_written\": %s },\n"
-		"  \"guest\": { \"exit_code\": %d, \"report\": %s",
-		(unsigned long long)z->bytes, (unsigned long long)z->page_bytes,
-		r->vcpus, z->mode, z->backend, z->backend_from, z->workers,
-		(unsigned long long)z->chunk_bytes, r->ready_ms, r->options_ms,
-		z->open_memory_ms, z->open_record_ms, z->open_engine_ms,
-		r->prepare_ms, r->kvm_vm_ms, r->kvm_memslots_ms,
-		r->kvm_vcpus_ms, r->loader_ms, r->start_ms,
-		(unsigned long long)(z->prezero_scrub_bytes +
-				     z->prezero_populate_bytes),
-		z->prezero_seconds, z->prezero_gbps,
-		(unsigned long long)z->prezero_scrub_bytes,
-		(unsigned long long)z->prezero_populate_bytes,
-		(unsigned long long)z->faults,
-		(unsigned long long)z->fault_pages,
-		(unsigned long long)z->fault_scrubbed_pages,
-		(unsigned long long)z->ahead_pages,
-		(unsigned long long)z->fault_bytes, z->fault_p50_us,
-		z->fault_p99_us, z->fault_max_us,
-		(unsigned long long)z->busy_faults, z->busy_p50_us,
-		z->busy_p99_us, z->busy_max_us,
-		(unsigned long long)z->background_bytes, z->background_seconds,
-		z->pool ? "true" : "false", z->record_clean ? "true" : "false",
-		z->on_exit[0] ? z->on_exit : "none",
-		(unsigned long long)z->exit_bytes, z->exit_seconds,
-		z->record_written ? "true" : "false", r->exit_code,
-		r->dev->have_report ? "true" : "false");
+	jb_u64(&b, root, "version", 1);
+	jb_u64(&b, root, "mem_bytes", z->bytes);
+	jb_u64(&b, root, "page_bytes", z->page_bytes);
+	jb_u64(&b, root, "vcpus", r->vcpus);
+
+	o = jb_section(&b, root, "policy");
+	jb_str(&b, o, "mode", z->mode);
+	jb_str(&b, o, "backend", z->backend);
+	jb_str(&b, o, "backend_from", z->backend_from);
+	jb_u64(&b, o, "workers", z->workers);
+	jb_u64(&b, o, "chunk_bytes", z->chunk_bytes);
+
+	o = jb_section(&b, root, "launch");
+	jb_fixed(&b, o, "ready_ms", r->ready_ms, 3);
+	p = jb_section(&b, o, "phases_ms");
+	jb_fixed(&b, p, "options", r->options_ms, 3);
+	jb_fixed(&b, p, "memory", z->open_memory_ms, 3);
+	jb_fixed(&b, p, "record", z->open_record_ms, 3);
+	jb_fixed(&b, p, "engine", z->open_engine_ms, 3);
+	jb_fixed(&b, p, "prepare", r->prepare_ms, 3);
+	jb_fixed(&b, p, "kvm_vm", r->kvm_vm_ms, 3);
+	jb_fixed(&b, p, "kvm_memslots", r->kvm_memslots_ms, 3);
+	jb_fixed(&b, p, "kvm_vcpus", r->kvm_vcpus_ms, 3);
+	jb_fixed(&b, p, "loader", r->loader_ms, 3);
+	jb_fixed(&b, p, "start", r->start_ms, 3);
+
+	o = jb_section(&b, root, "prezero");
+	jb_u64(&b, o, "bytes",
+	       z->prezero_scrub_bytes + z->prezero_populate_bytes);
+	jb_fixed(&b, o, "seconds", z->prezero_seconds, 6);
+	jb_fixed(&b, o, "gbps", z->prezero_gbps, 3);
+	jb_u64(&b, o, "scrub_bytes", z->prezero_scrub_bytes);
+	jb_u64(&b, o, "populate_bytes", z->prezero_populate_bytes);
+
+	o = jb_section(&b, root, "demand");
+	jb_u64(&b, o, "faults", z->faults);
+	jb_u64(&b, o, "pages", z->fault_pages);
+	jb_u64(&b, o, "scrubbed_pages", z->fault_scrubbed_pages);
+	jb_u64(&b, o, "ahead_pages", z->ahead_pages);
+	jb_u64(&b, o, "bytes", z->fault_bytes);
+	p = jb_section(&b, o, "latency_us");
+	jb_fixed(&b, p, "p50", z->fault_p50_us, 1);
+	jb_fixed(&b, p, "p99", z->fault_p99_us, 1);
+	jb_fixed(&b, p, "max", z->fault_max_us, 1);
+	p = jb_section(&b, o, "busy_latency_us");
+	jb_u64(&b, p, "faults", z->busy_faults);
+	jb_fixed(&b, p, "p50", z->busy_p50_us, 1);
+	jb_fixed(&b, p, "p99", z->busy_p99_us, 1);
+	jb_fixed(&b, p, "max", z->busy_max_us, 1);
+
+	o = jb_section(&b, root, "background");
+	jb_u64(&b, o, "bytes", z->background_bytes);
+	jb_fixed(&b, o, "seconds", z->background_seconds, 6);
+
+	o = jb_section(&b, root, "pool");
+	jb_bool(&b, o, "file", z->pool);
+	jb_bool(&b, o, "record_clean", z->record_clean);
+	jb_str(&b, o, "on_exit", z->on_exit[0] ? z->on_exit : "none");
+	jb_u64(&b, o, "on_exit_bytes", z->exit_bytes);
+	jb_fixed(&b, o, "on_exit_seconds", z->exit_seconds, 6);
+	jb_bool(&b, o, "record_written", z->record_written);
+
+	/* The guest's own numbers, copied by name from its report. */
+	o = jb_section(&b, root, "guest");
+	jb_i64(&b, o, "exit_code", r->exit_code);
+	jb_bool(&b, o, "report", dev->have_report);
 	for (unsigned int i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-		if (!vmm_report_u64(rep, keys[i], &v))
-			fprintf(f, ", \"%s\": %llu", keys[i],
-				(unsigned long long)v);
-	if (r->dev->have_report && r->dev->touch_start)
-		fprintf(f, ", \"touch_ms\": %.3f",
-			(r->dev->report_time - r->dev->touch_start) * 1e3);
-	if (r->dev->have_report)
-		fprintf(f, ", \"report_ms\": %.3f",
-			(r->dev->report_time - r->start) * 1e3);
+		if (dev->have_report &&
+		    !vmm_report_u64(dev->report, keys[i], &v))
+			jb_u64(&b, o, keys[i], v);
+	if (dev->have_report && dev->touch_start)
+		jb_fixed(&b, o, "touch_ms",
+			 (dev->report_time - dev->touch_start) * 1e3, 3);
+	if (dev->have_report)
+		jb_fixed(&b, o, "report_ms",
+			 (dev->report_time - r->start) * 1e3, 3);
+
+	o = jb_section(&b, root, "io");
+	jb_u64(&b, o, "other_pio", dev->other_pio);
+	jb_u64(&b, o, "mmio", r->mmio_exits);
+
 	/*
 	 * zvmm's own footprint: hugetlb pages are not in the RSS counters,
 	 * so max RSS is zvmm apart from guest memory (issue 6's overhead
@@ -68,14 +221,18 @@ void vmm_report_json(FILE *f, const struct vmm_run_facts *r)
 	 */
 	if (getrusage(RUSAGE_SELF, &ru))
 		memset(&ru, 0, sizeof(ru));
-	fprintf(f,
-		" },\n  \"io\": { \"other_pio\": %llu, \"mmio\": %llu },\n"
-		"  \"process\": { \"max_rss_kib\": %ld, \"user_s\": %.3f, \"sys_s\": %.3f },\n"
-		"  \"total_ms\": %.3f }\n",
-		(unsigned long long)r->dev->other_pio,
-		(unsigned long long)r->mmio_exits, ru.ru_maxrss,
-		ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
-		ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, r->total_ms);
+	o = jb_section(&b, root, "process");
+	jb_i64(&b, o, "max_rss_kib", ru.ru_maxrss);
+	jb_fixed(&b, o, "user_s",
+		 ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6, 3);
+	jb_fixed(&b, o, "sys_s", ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6,
+		 3);
+
+	jb_fixed(&b, root, "total_ms", r->total_ms, 3);
+
+	if (!b.ok || jb_write(f, root))
+		pr_err("out of memory writing the JSON report");
+	json_object_put(root);
 	fflush(f);
 }
 
