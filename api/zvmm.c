@@ -474,9 +474,13 @@ static void add_u64(json_object *o, const char *k, uint64_t v)
 	json_object_object_add(o, k, json_object_new_uint64(v));
 }
 
+/* Fixed-point, as zvmm's reports print them: never an exponent. */
 static void add_f(json_object *o, const char *k, double v)
 {
-	json_object_object_add(o, k, json_object_new_double(v));
+	char text[48];
+
+	snprintf(text, sizeof(text), "%.6f", v);
+	json_object_object_add(o, k, json_object_new_double_s(v, text));
 }
 
 static json_object *stats_json(const struct zvmm_stats *s)

@@ -71,18 +71,36 @@ static int set_nr(uint64_t page_bytes, long nr)
 			 val);
 }
 
+/*
+ * The pool's size and the pages in it that a new mapping can have: free
+ * ones less those reserved by another's shared mapping (a pool file keeps
+ * its reservations until truncated; another launch holds them while it
+ * maps them). Counting reserved pages as free made a reservation succeed
+ * that the next mmap() refused.
+ */
+static int usable(uint64_t page_bytes, long *nr, long *avail)
+{
+	long nfree, resv = 0;
+	int ret = zero_hugetlb_counts(page_bytes, nr, &nfree);
+
+	if (!ret && zero_hugetlb_read(page_bytes, "resv_hugepages", &resv))
+		resv = 0;
+	*avail = nfree - (resv > 0 ? resv : 0);
+	return ret;
+}
+
 int zero_hugetlb_reserve(uint64_t page_bytes, long want,
 			 struct zero_hugetlb_resv *r)
 {
-	long nr, nfree;
+	long nr, avail;
 	int ret, slot;
 
 	r->page_bytes = page_bytes;
 	r->slot = -1;
-	ret = zero_hugetlb_counts(page_bytes, &nr, &nfree);
+	ret = usable(page_bytes, &nr, &avail);
 	if (ret)
 		return ret;
-	if (nfree >= want)
+	if (avail >= want)
 		return 0;
 	for (slot = 0; slot < RESV_SLOTS && slots[slot].active; slot++)
 		;
@@ -95,24 +113,20 @@ int zero_hugetlb_reserve(uint64_t page_bytes, long want,
 	r->old_nr = nr;
 	r->slot = slot;
 
-	ret = set_nr(page_bytes, nr + (want - nfree));
-	if (ret) {
-		zero_hugetlb_release(r);
-		return ret == -EPERM ? -EACCES : ret;
-	}
-	ret = zero_hugetlb_counts(page_bytes, &nr, &nfree);
-	if (!ret && nfree < want) {
+	ret = set_nr(page_bytes, nr + (want - avail));
+	if (!ret)
+		ret = usable(page_bytes, &nr, &avail);
+	if (!ret && avail < want) {
 		/*
 		 * Free memory is often there but fragmented (1 GiB pages
 		 * need 1 GiB of contiguous frames): compact once and retry.
 		 */
 		write_str("/proc/sys/vm/compact_memory", "1");
-		ret = set_nr(page_bytes,
-			     r->old_nr + (want - (nfree - (nr - r->old_nr))));
+		ret = set_nr(page_bytes, nr + (want - avail));
 		if (!ret)
-			ret = zero_hugetlb_counts(page_bytes, &nr, &nfree);
+			ret = usable(page_bytes, &nr, &avail);
 	}
-	if (ret || nfree < want) {
+	if (ret || avail < want) {
 		zero_hugetlb_release(r);
 		return ret == -EPERM ? -EACCES : ret ? ret : -ENOMEM;
 	}
