@@ -6,6 +6,7 @@
  * version script (api/libzvmm.map).
  */
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -18,7 +19,9 @@
 #include <json-c/json.h>
 
 #include "../include/zvmm/zvmm.h"
+#include "../lib/file.h"
 #include "../lib/log.h"
+#include "../zeroing/backend.h"
 #include "../zeroing/calibrate.h"
 #include "../zeroing/guest.h"
 #include "../zeroing/hugetlb.h"
@@ -212,6 +215,143 @@ void zvmm_hugepages_release(struct zvmm_reservation *r)
 		return;
 	zero_hugetlb_release(&r->resv);
 	free(r);
+}
+
+/* ----------------------------------------------------------- backends */
+
+unsigned int zvmm_backends(struct zvmm_backend_info *out, unsigned int max)
+{
+	const struct zero_backend *b;
+	unsigned int i;
+
+	for_each_backend(i, b) {
+		if (i >= max)
+			continue;
+		memset(&out[i], 0, sizeof(out[i]));
+		snprintf(out[i].name, sizeof(out[i].name), "%s", b->name);
+		zero_features_format(b->needs, out[i].needs,
+				     sizeof(out[i].needs));
+		snprintf(out[i].what, sizeof(out[i].what), "%s", b->what);
+		out[i].runs_here = zero_backend_runs_here(b);
+	}
+	return zero_backend_count();
+}
+
+const char *zvmm_arch(void)
+{
+	return arch_name;
+}
+
+void zvmm_cpu_features(char *buf, size_t len)
+{
+	zero_features_format(zero_cpu_features(), buf, len);
+}
+
+struct zvmm_calibration {
+	struct zero_profile p;
+};
+
+int zvmm_calibrate(struct zvmm_calibration **out)
+{
+	struct zvmm_calibration *c = calloc(1, sizeof(*c));
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	/* 256 MiB: eight times the L3, so every chunk size streams. */
+	ret = zero_calibrate(zero_calibrate_chunks, zero_calibrate_nr_chunks,
+			     256ULL << 20, 5, &c->p);
+	if (ret) {
+		pr_err("calibration needs 256 MiB of memory: %s",
+		       strerror(-ret));
+		free(c);
+		return ret;
+	}
+	*out = c;
+	return 0;
+}
+
+unsigned int zvmm_calibration_chunks(const struct zvmm_calibration *c)
+{
+	return c->p.nr;
+}
+
+uint64_t zvmm_calibration_chunk(const struct zvmm_calibration *c,
+				unsigned int i)
+{
+	return i < c->p.nr ? c->p.e[i].chunk : 0;
+}
+
+double zvmm_calibration_gbps(const struct zvmm_calibration *c, unsigned int i,
+			     const char *name)
+{
+	int k = name ? zero_backend_index(name) : -1;
+
+	return i < c->p.nr && k >= 0 && k < ZERO_PROFILE_MAX_BACKENDS ?
+		       c->p.e[i].gbps[k] :
+		       0;
+}
+
+const char *zvmm_calibration_best(const struct zvmm_calibration *c,
+				  unsigned int i)
+{
+	if (i >= c->p.nr || c->p.e[i].best < 0)
+		return NULL;
+	return zero_backend_at((unsigned int)c->p.e[i].best)->name;
+}
+
+int zvmm_calibration_write(const struct zvmm_calibration *c, const char *path,
+			   char *written, size_t written_len)
+{
+	char def[PATH_MAX];
+	int ret;
+
+	if (!path) {
+		if (zero_profile_default_path(def, sizeof(def))) {
+			pr_err("no $ZVMM_CACHE_DIR, $XDG_CACHE_HOME or $HOME to keep the profile in: give a path");
+			return -ENOENT;
+		}
+		path = def;
+	}
+	ret = file_mkdir_parents(path, 0755);
+	if (ret) {
+		pr_err("cannot create the directory for %s: %s", path,
+		       strerror(-ret));
+		return ret;
+	}
+	ret = zero_profile_write(&c->p, path);
+	if (ret)
+		pr_err("cannot write %s: %s", path, strerror(-ret));
+	else if (written)
+		snprintf(written, written_len, "%s", path);
+	return ret;
+}
+
+int zvmm_calibration_format(const struct zvmm_calibration *c, char *buf,
+			    size_t len)
+{
+	char *text = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&text, &n);
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	zero_profile_print(&c->p, f);
+	if (fclose(f)) {
+		free(text);
+		return -ENOMEM;
+	}
+	ret = n < len ? (int)n : -ENOSPC;
+	if (ret >= 0)
+		memcpy(buf, text, n + 1);
+	free(text);
+	return ret;
+}
+
+void zvmm_calibration_free(struct zvmm_calibration *c)
+{
+	free(c);
 }
 
 /* -------------------------------------------------------------- guest */

@@ -414,3 +414,61 @@ Test(api, only_the_api_is_exported)
 	cr_assert_null(dlsym(h, "x86_clear_nt_sse2"), "backend exported");
 	dlclose(h);
 }
+
+Test(api, backends_are_listed_with_what_runs_here)
+{
+	struct zvmm_backend_info info[64];
+	unsigned int n = zvmm_backends(info, 64);
+	bool memset_seen = false;
+
+	cr_assert_gt(n, 1);
+	cr_assert_lt(n, 64);
+	cr_assert_gt(strlen(zvmm_arch()), 0);
+	for (unsigned int i = 0; i < n; i++) {
+		cr_assert_gt(strlen(info[i].name), 0);
+		for (unsigned int k = 0; k < i; k++)
+			cr_assert_str_neq(info[i].name, info[k].name);
+		if (!strcmp(info[i].name, "memset")) {
+			memset_seen = true;
+			cr_assert(info[i].runs_here, "memset runs anywhere");
+		}
+	}
+	cr_assert(memset_seen);
+	/* A short array is filled as far as it goes; the count is all. */
+	cr_assert_eq(zvmm_backends(info, 1), n);
+}
+
+Test(api, calibration_is_kept_where_backend_auto_reads_it, .timeout = 120)
+{
+	struct zvmm_calibration *c;
+	char dir[] = "/tmp/zvmm-test-api-cache.XXXXXX", written[4096];
+	char text[1 << 16], want[4200];
+	const char *best;
+	struct stat st;
+
+	cr_assert_not_null(mkdtemp(dir));
+	setenv("ZVMM_CACHE_DIR", dir, 1);
+	cr_assert_eq(zvmm_calibrate(&c), 0, "%s", logged);
+	cr_assert_geq(zvmm_calibration_chunks(c), 1);
+	for (unsigned int i = 0; i < zvmm_calibration_chunks(c); i++) {
+		best = zvmm_calibration_best(c, i);
+		cr_assert_not_null(best);
+		cr_assert_gt(zvmm_calibration_gbps(c, i, best), 0);
+		cr_assert_geq(zvmm_calibration_gbps(c, i, best),
+			      zvmm_calibration_gbps(c, i, "memset"));
+		cr_assert_eq(zvmm_calibration_gbps(c, i, "no_such_backend"), 0);
+	}
+	cr_assert_eq(zvmm_calibration_write(c, NULL, written, sizeof(written)),
+		     0, "%s", logged);
+	snprintf(want, sizeof(want), "%s/calibration.ini", dir);
+	cr_assert_str_eq(written, want);
+	cr_assert_eq(stat(want, &st), 0);
+	cr_assert_gt(zvmm_calibration_format(c, text, sizeof(text)), 0);
+	cr_assert_eq((size_t)st.st_size, strlen(text),
+		     "the file is not the formatted profile");
+	cr_assert(strstr(text, zvmm_calibration_best(c, 0)), "%s", text);
+	cr_assert_eq(zvmm_calibration_format(c, text, 8), -ENOSPC);
+	zvmm_calibration_free(c);
+	unlink(want);
+	rmdir(dir);
+}

@@ -7,10 +7,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../include/zvmm/zvmm.h"
 #include "../lib/file.h"
 #include "../lib/log.h"
 #include "../lib/size.h"
-#include "../zeroing/calibrate.h"
 #include "cli.h"
 
 static void calibrate_usage(FILE *f)
@@ -27,70 +27,67 @@ static void calibrate_usage(FILE *f)
 
 int cmd_calibrate(int argc, char **argv)
 {
+	struct zvmm_backend_info info[32];
+	struct zvmm_calibration *c;
 	struct cli_args a = { 0 };
-	const struct zero_backend *b;
-	struct zero_profile *p;
-	char path[PATH_MAX], label[16];
-	const char *out;
-	unsigned int i, k;
+	char written[PATH_MAX], label[16], *text;
+	unsigned int nb, nc;
 	int ret;
 
 	ret = cli_parse("calibrate", argc, argv, CLI_OUT | CLI_QUIET,
 			calibrate_usage, &a);
 	if (ret)
 		return ret > 0 ? 0 : EXIT_USAGE;
-	out = a.out;
-	if (!out) {
-		if (zero_profile_default_path(path, sizeof(path))) {
-			pr_err("no $XDG_CACHE_HOME or $HOME to keep the profile in: give --out FILE");
-			return EXIT_USAGE;
-		}
-		out = path;
-	}
-	if (strcmp(out, "-") && (ret = file_mkdir_parents(out, 0755))) {
-		pr_err("cannot create the directory for %s: %s", out,
+	/* A path that cannot be written is found before the measuring. */
+	if (a.out && strcmp(a.out, "-") &&
+	    (ret = file_mkdir_parents(a.out, 0755))) {
+		pr_err("cannot create the directory for %s: %s", a.out,
 		       strerror(-ret));
 		return EXIT_USAGE;
 	}
-	p = malloc(sizeof(*p));
-	if (!p)
-		return EXIT_OTHER;
-	/* 256 MiB: eight times the L3, so every chunk size streams. */
-	ret = zero_calibrate(zero_calibrate_chunks, zero_calibrate_nr_chunks,
-			     256 * SZ_1M, 5, p);
-	if (ret) {
-		pr_err("calibration needs 256 MiB of memory: %s",
-		       strerror(-ret));
-		free(p);
-		return EXIT_RESOURCE;
-	}
-	if (!a.quiet && strcmp(out, "-")) {
+	ret = zvmm_calibrate(&c);
+	if (ret)
+		return cli_exit_status(ret);
+	nb = zvmm_backends(info, sizeof(info) / sizeof(info[0]));
+	nb = nb < 32 ? nb : 32;
+	nc = zvmm_calibration_chunks(c);
+	if (!a.quiet && !(a.out && !strcmp(a.out, "-"))) {
 		printf("%-16s", "GB/s");
-		for (k = 0; k < p->nr; k++)
-			printf("%8s",
-			       size_label(p->e[k].chunk, label, sizeof(label)));
+		for (unsigned int k = 0; k < nc; k++)
+			printf("%8s", size_label(zvmm_calibration_chunk(c, k),
+						 label, sizeof(label)));
 		printf("\n");
-		for_each_backend(i, b) {
-			if (!zero_backend_runs_here(b))
+		for (unsigned int i = 0; i < nb; i++) {
+			if (!info[i].runs_here)
 				continue;
-			printf("%-16s", b->name);
-			for (k = 0; k < p->nr; k++)
-				printf("%8.1f", p->e[k].gbps[i]);
+			printf("%-16s", info[i].name);
+			for (unsigned int k = 0; k < nc; k++)
+				printf("%8.1f", zvmm_calibration_gbps(
+							c, k, info[i].name));
 			printf("\n");
 		}
 		printf("%-16s", "best");
-		for (k = 0; k < p->nr; k++)
-			printf("%8s",
-			       zero_backend_at((unsigned)p->e[k].best)->name);
+		for (unsigned int k = 0; k < nc; k++)
+			printf("%8s", zvmm_calibration_best(c, k) ?
+					      zvmm_calibration_best(c, k) :
+					      "-");
 		printf("\n");
 	}
-	ret = zero_profile_write(p, out);
-	free(p);
-	if (ret) {
-		pr_err("cannot write %s: %s", out, strerror(-ret));
-		return EXIT_USAGE;
+	if (a.out && !strcmp(a.out, "-")) {
+		text = malloc(1 << 16);
+		ret = text ? zvmm_calibration_format(c, text, 1 << 16) :
+			     -ENOMEM;
+		if (ret >= 0)
+			fputs(text, stdout);
+		free(text);
+		zvmm_calibration_free(c);
+		return ret < 0 ? EXIT_OTHER : 0;
 	}
-	if (strcmp(out, "-"))
-		pr_info("profile written to %s", out);
+	ret = zvmm_calibration_write(c, a.out, written, sizeof(written));
+	zvmm_calibration_free(c);
+	/* Nowhere to keep it is the user's to fix (--out): usage. */
+	if (ret)
+		return EXIT_USAGE;
+	pr_info("profile written to %s", written);
 	return 0;
 }

@@ -14,7 +14,6 @@
 #include "../lib/inject.h"
 #include "../lib/log.h"
 #include "../lib/size.h"
-#include "../zeroing/backend.h"
 #include "cli.h"
 
 static void usage(FILE *f)
@@ -44,23 +43,23 @@ static void backends_usage(FILE *f)
 
 static int cmd_backends(int argc, char **argv)
 {
+	struct zvmm_backend_info info[32];
 	struct cli_args a = { 0 };
-	const struct zero_backend *b;
+	unsigned int n;
 	char feat[128];
-	unsigned int i;
 	int ret = cli_parse("backends", argc, argv, 0, backends_usage, &a);
 
 	if (ret)
 		return ret > 0 ? 0 : EXIT_USAGE;
-	zero_features_format(zero_cpu_features(), feat, sizeof(feat));
-	printf("arch %s, CPU features: %s\n\n", arch_name, feat);
+	zvmm_cpu_features(feat, sizeof(feat));
+	printf("arch %s, CPU features: %s\n\n", zvmm_arch(), feat);
 	printf("%-16s %-10s %-10s %s\n", "backend", "runs here", "needs",
 	       "what");
-	for_each_backend(i, b) {
-		zero_features_format(b->needs, feat, sizeof(feat));
-		printf("%-16s %-10s %-10s %s\n", b->name,
-		       zero_backend_runs_here(b) ? "yes" : "no", feat, b->what);
-	}
+	n = zvmm_backends(info, sizeof(info) / sizeof(info[0]));
+	for (unsigned int i = 0; i < n && i < 32; i++)
+		printf("%-16s %-10s %-10s %s\n", info[i].name,
+		       info[i].runs_here ? "yes" : "no", info[i].needs,
+		       info[i].what);
 	return 0;
 }
 

@@ -149,7 +149,7 @@ const char *zero_backend_source_name(enum zero_backend_source s)
 	return s <= ZERO_FROM_NONE ? names[s] : "?";
 }
 
-static void profile_print(const struct zero_profile *p, FILE *f)
+void zero_profile_print(const struct zero_profile *p, FILE *f)
 {
 	const struct zero_backend *b;
 	char feat[128], label[16];
@@ -185,14 +185,10 @@ int zero_profile_write(const struct zero_profile *p, const char *path)
 	char tmp[PATH_MAX];
 	FILE *f;
 
-	if (!strcmp(path, "-")) {
-		profile_print(p, stdout);
-		return fflush(stdout) ? -errno : 0;
-	}
 	f = file_replace_open(path, tmp, sizeof(tmp));
 	if (!f)
 		return -errno;
-	profile_print(p, f);
+	zero_profile_print(p, f);
 	return file_replace_commit(f, tmp, path);
 }
 

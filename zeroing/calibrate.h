@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "../lib/clock.h"
 #include "backend.h"
@@ -76,9 +77,12 @@ int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
  * machine's L3 and small enough for ~50 ms per chunk size. */
 #define ZERO_AUTO_BYTES (64ull << 20)
 
-/* Writes @p to @path ("-" for stdout), atomically. */
+/* Writes @p to @path, atomically. */
 int zero_profile_write(const struct zero_profile *p, const char *path)
 	__attribute__((warn_unused_result));
+
+/* The profile's text, as zero_profile_write() writes it. */
+void zero_profile_print(const struct zero_profile *p, FILE *f);
 
 /* This machine, as a profile records it. */
 void zero_machine_get(struct zero_machine *m);

@@ -160,6 +160,67 @@ ZVMM_API int zvmm_hugepages_reserve(uint64_t page_bytes, uint64_t nr,
 				    struct zvmm_reservation **out);
 ZVMM_API void zvmm_hugepages_release(struct zvmm_reservation *r);
 
+/* ----------------------------------------------------------- backends */
+
+/*
+ * The clearing backends this library has (REP STOSB, non-temporal
+ * stores, CLZERO, DC ZVA, ...), in registry order. Any thread.
+ */
+struct zvmm_backend_info {
+	char name[24];
+	char needs[64]; /* CPU features it needs, space separated, "none" */
+	char what[96]; /* one line saying what it is */
+	bool runs_here; /* this CPU has what it needs */
+};
+
+/* The number of backends; fills @out[0..max) with the first of them. */
+ZVMM_API unsigned int zvmm_backends(struct zvmm_backend_info *out,
+				    unsigned int max);
+
+/* This machine's architecture ("x86-64", "arm64"). */
+ZVMM_API const char *zvmm_arch(void);
+
+/* The CPU features the backends care about: "sse2 avx2 erms ...". */
+ZVMM_API void zvmm_cpu_features(char *buf, size_t len);
+
+/*
+ * Calibration: every backend that runs here measured on 256 MiB of warm
+ * memory at the chunk sizes the engine uses (256K to 8M), median of 5.
+ * It takes a few seconds; `backend = auto` reads the profile it writes
+ * instead of measuring at launch. One thread per calibration.
+ */
+struct zvmm_calibration;
+
+/* Measures. -ENOMEM when the 256 MiB cannot be had. */
+ZVMM_API int zvmm_calibrate(struct zvmm_calibration **out);
+
+/* The chunk sizes measured, and each backend's GB/s at chunk @i (0 when
+ * it does not run here or @name is unknown); the best backend's name. */
+ZVMM_API unsigned int zvmm_calibration_chunks(const struct zvmm_calibration *c);
+ZVMM_API uint64_t zvmm_calibration_chunk(const struct zvmm_calibration *c,
+					 unsigned int i);
+ZVMM_API double zvmm_calibration_gbps(const struct zvmm_calibration *c,
+				      unsigned int i, const char *name);
+ZVMM_API const char *zvmm_calibration_best(const struct zvmm_calibration *c,
+					   unsigned int i);
+
+/*
+ * Writes the profile atomically to @path; NULL: this machine's profile
+ * (calibration.ini in $ZVMM_CACHE_DIR, else /var/cache/zvmm for root,
+ * else $XDG_CACHE_HOME/zvmm or ~/.cache/zvmm), its directory made.
+ * @written, when not NULL, gets the path used (PATH_MAX bytes).
+ */
+ZVMM_API int zvmm_calibration_write(const struct zvmm_calibration *c,
+				    const char *path, char *written,
+				    size_t written_len);
+
+/* The profile's text into @buf: its length, or -ENOSPC. */
+ZVMM_API int zvmm_calibration_format(const struct zvmm_calibration *c,
+				     char *buf, size_t len);
+
+/* Accepts NULL. */
+ZVMM_API void zvmm_calibration_free(struct zvmm_calibration *c);
+
 /* -------------------------------------------------------------- guest */
 
 struct zvmm_guest;
