@@ -37,6 +37,8 @@ struct zvmm_reservation {
 
 struct zvmm_guest {
 	struct zero_guest *g;
+	/* serving (either thread) against zvmm_guest_stats() */
+	pthread_mutex_t serve_lock;
 	int epoll_fd; /* the guest's poll fds, -1: none (prezero) */
 	/* zvmm_guest_serve_thread() */
 	pthread_t thread;
@@ -379,10 +381,12 @@ int zvmm_guest_open(const struct zvmm_mem *mem, const struct zvmm_policy *pol,
 		return -ENOMEM;
 	v->epoll_fd = -1;
 	v->wake_fd = -1;
+	pthread_mutex_init(&v->serve_lock, NULL);
 	ret = zero_guest_preflight(&cfg.mem, err, sizeof(err));
 	if (!ret)
 		ret = zero_guest_open(&cfg, &v->g, err, sizeof(err));
 	if (ret) {
+		pthread_mutex_destroy(&v->serve_lock);
 		free(v);
 		return fail(ret, err);
 	}
@@ -446,12 +450,16 @@ int zvmm_guest_fd(const struct zvmm_guest *v)
 int zvmm_guest_process(struct zvmm_guest *v)
 {
 	struct epoll_event ev[2];
+	int ret;
 
 	/* Drain the readiness so a level-triggered poller sleeps again;
 	 * zero_guest_serve() reads every source itself. */
 	if (v->epoll_fd >= 0)
 		(void)!epoll_wait(v->epoll_fd, ev, 2, 0);
-	return zero_guest_serve(v->g);
+	pthread_mutex_lock(&v->serve_lock);
+	ret = zero_guest_serve(v->g);
+	pthread_mutex_unlock(&v->serve_lock);
+	return ret;
 }
 
 static void *serve_thread(void *arg)
@@ -566,7 +574,9 @@ void zvmm_guest_stats(struct zvmm_guest *v, struct zvmm_stats *s)
 	const struct zero_guest_layout *l = zero_guest_layout(v->g);
 	struct zero_guest_report r;
 
+	pthread_mutex_lock(&v->serve_lock);
 	zero_guest_report(v->g, &r);
+	pthread_mutex_unlock(&v->serve_lock);
 	memset(s, 0, sizeof(*s));
 	copy(s->mode, sizeof(s->mode), r.mode);
 	copy(s->backend, sizeof(s->backend), r.backend);
@@ -706,5 +716,6 @@ void zvmm_guest_close(struct zvmm_guest *v)
 	if (v->epoll_fd >= 0)
 		close(v->epoll_fd);
 	zero_guest_close(v->g);
+	pthread_mutex_destroy(&v->serve_lock);
 	free(v);
 }

@@ -364,8 +364,9 @@ struct zvmm_stats {
 };
 
 /*
- * From the thread that makes the lifecycle calls (and serves), or from
- * any thread once zvmm_guest_stop() returned.
+ * From the thread that makes the lifecycle calls, also while
+ * zvmm_guest_serve_thread() serves (the two are serialised); from any
+ * other thread only once zvmm_guest_stop() returned.
  */
 ZVMM_API void zvmm_guest_stats(struct zvmm_guest *g, struct zvmm_stats *s);
 
