@@ -472,3 +472,40 @@ Test(api, calibration_is_kept_where_backend_auto_reads_it, .timeout = 120)
 	unlink(want);
 	rmdir(dir);
 }
+
+/*
+ * The caller keeps its fd between launches and may write the file
+ * through its own mapping, where no record or stamp sees it: a scrub at
+ * exit must not make the next launch trust the file.
+ */
+Test(api, callers_writes_between_launches_are_not_trusted_away)
+{
+	struct zvmm_mem mem = ZVMM_MEM_INIT(POOL_BYTES, ZVMM_PAGE_2M);
+	struct launch scrub = { .mode = "demand", .on_exit = "scrub" };
+	static const char *const modes[] = { "prezero", "demand", "hybrid" };
+	uint64_t *p;
+	int fd;
+
+	need_pool();
+	fd = memfd_create("caller", MFD_HUGETLB | MFD_HUGE_2MB);
+	cr_assert_geq(fd, 0);
+	mem.fd = fd;
+	for (unsigned int i = 0; i < 3; i++) {
+		struct launch l = { .on_exit = "keep" };
+
+		snprintf(l.mode, sizeof(l.mode), "%s", modes[i]);
+		cr_assert_eq(tenant(&mem, &scrub, 3, 0), 0);
+		p = mmap(NULL, POOL_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 fd, 0);
+		cr_assert_neq(p, MAP_FAILED);
+		for (uint64_t pg = 0; pg < POOL_BYTES / ZVMM_PAGE_2M; pg++)
+			p[(pg * ZVMM_PAGE_2M + mark_off(pg, 0, 11)) / 8] =
+				0xbad0000000000000ull | pg;
+		munmap(p, POOL_BYTES);
+		cr_assert_eq(
+			tenant(&mem, &l, 0, 0), 0,
+			"%s: the guest read what the caller wrote after a scrub",
+			modes[i]);
+	}
+	close(fd);
+}

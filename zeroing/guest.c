@@ -96,6 +96,15 @@ static int take_record(struct zero_guest *g, char *err, size_t len)
 	 * trusted.
 	 */
 	/*
+	 * A caller's fd: the caller holds the file between launches and may
+	 * write it through its own mapping, which no stamp or allocation
+	 * count sees. No record vouches for it (none is written for it
+	 * either); one left by a launch of the same file as a named pool is
+	 * consumed above and not trusted.
+	 */
+	if (m->caller_fd)
+		return 0;
+	/*
 	 * Written only when every page was allocated and zero: a file that
 	 * no longer holds every page is not the one the record saw.
 	 */
@@ -369,6 +378,8 @@ int zero_guest_exit(struct zero_guest *g, char *err, size_t len)
 			ret == -ECANCELED ? "interrupted" : "failed");
 		return ret;
 	}
+	if (m->caller_fd)
+		return 0; /* no record vouches for a caller's file */
 	ret = zero_record_write(m);
 	if (ret) {
 		snprintf(err, len,
@@ -386,7 +397,7 @@ int zero_guest_prezero(struct zero_guest *g, struct zero_prezero_report *r)
 
 	g->pz = *r;
 	/* No guest has run: a pool made wholly zero is warm for the next. */
-	if (!ret && g->mem->pool) {
+	if (!ret && g->mem->pool && !g->mem->caller_fd) {
 		ret = zero_record_write(g->mem);
 		g->record_written = !ret;
 	}
