@@ -128,8 +128,9 @@ ZVMM_API void zvmm_policy_free(struct zvmm_policy *p);
  *    zvmm.conf(5));
  *  - fd: a hugetlb file the caller opened (on hugetlbfs, or a memfd made
  *    with MFD_HUGETLB), treated as a pool: any page it holds is someone
- *    else's data until made zero. The library duplicates the fd; the
- *    caller keeps and closes its own.
+ *    else's data until made zero, at every open (no state record vouches
+ *    for a file the caller can write between launches). The library
+ *    duplicates the fd; the caller keeps and closes its own.
  * A pool is locked (flock(2)) while open: a second open fails -EBUSY.
  */
 struct zvmm_mem {
