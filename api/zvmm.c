@@ -40,6 +40,7 @@ struct zvmm_guest {
 	/* serving (either thread) against zvmm_guest_stats() */
 	pthread_mutex_t serve_lock;
 	int epoll_fd; /* the guest's poll fds, -1: none (prezero) */
+	bool prepare_called, prepared; /* prepare is one call */
 	/* zvmm_guest_serve_thread() */
 	pthread_t thread;
 	bool thread_on;
@@ -416,8 +417,13 @@ static int make_epoll(struct zvmm_guest *v)
 		return -errno;
 	for (int i = 0; i < 2; i++)
 		if (fds[i] >= 0 &&
-		    epoll_ctl(v->epoll_fd, EPOLL_CTL_ADD, fds[i], &ev))
-			return -errno;
+		    epoll_ctl(v->epoll_fd, EPOLL_CTL_ADD, fds[i], &ev)) {
+			int ret = -errno;
+
+			close(v->epoll_fd);
+			v->epoll_fd = -1;
+			return ret;
+		}
 	return 0;
 }
 
@@ -426,14 +432,17 @@ int zvmm_guest_prepare(struct zvmm_guest *v, uint64_t boot_bytes)
 	char err[512] = "";
 	int ret;
 
-	if (v->epoll_fd >= 0)
+	/* One call: a failed one leaves the guest to be closed. */
+	if (v->prepare_called)
 		return -EALREADY;
+	v->prepare_called = true;
 	ret = zero_guest_prepare(v->g, boot_bytes, err, sizeof(err));
 	if (!ret) {
 		ret = make_epoll(v);
 		if (ret)
 			snprintf(err, sizeof(err), "epoll: %s", strerror(-ret));
 	}
+	v->prepared = !ret;
 	return fail(ret, err);
 }
 
@@ -497,6 +506,8 @@ int zvmm_guest_serve_thread(struct zvmm_guest *v,
 {
 	int ret;
 
+	if (!v->prepared)
+		return -EINVAL;
 	if (v->epoll_fd < 0)
 		return 0; /* prezero: nothing to serve */
 	if (v->thread_on)
@@ -531,6 +542,9 @@ int zvmm_guest_stop(struct zvmm_guest *v)
 {
 	uint64_t one = 1;
 
+	/* From the serve thread (its on_error): it cannot join itself. */
+	if (v->thread_on && pthread_equal(pthread_self(), v->thread))
+		return -EDEADLK;
 	if (v->thread_on) {
 		if (write(v->wake_fd, &one, sizeof(one)) != sizeof(one))
 			zero_guest_cancel(v->g);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -508,4 +509,77 @@ Test(api, callers_writes_between_launches_are_not_trusted_away)
 			modes[i]);
 	}
 	close(fd);
+}
+
+/*
+ * A caller's fd is locked through an open file description of the
+ * library's own: a second open of the same fd is refused, the caller's
+ * LOCK_UN does not drop the library's lock, and close releases it.
+ */
+Test(api, callers_fd_is_locked_on_its_own)
+{
+	struct zvmm_mem mem = ZVMM_MEM_INIT(POOL_BYTES, ZVMM_PAGE_2M);
+	struct zvmm_mem named = ZVMM_MEM_INIT(POOL_BYTES, ZVMM_PAGE_2M);
+	struct zvmm_guest *a, *b;
+	int fd;
+
+	need_pool();
+	fd = open(POOL, O_RDWR | O_CREAT, 0600);
+	cr_assert_geq(fd, 0);
+	mem.fd = fd;
+	named.pool_path = POOL;
+	cr_assert_eq(zvmm_guest_open(&mem, NULL, &a), 0, "%s", logged);
+	cr_assert_eq(zvmm_guest_open(&mem, NULL, &b), -EBUSY,
+		     "the same fd opened twice");
+	cr_assert_eq(flock(fd, LOCK_UN), 0);
+	cr_assert_eq(zvmm_guest_open(&named, NULL, &b), -EBUSY,
+		     "the caller's LOCK_UN dropped the library's lock");
+	zvmm_guest_close(a);
+	cr_assert_eq(flock(fd, LOCK_EX | LOCK_NB), 0,
+		     "the lock outlived zvmm_guest_close()");
+	flock(fd, LOCK_UN);
+	close(fd);
+}
+
+Test(api, a_failed_open_leaves_the_callers_file_as_it_was)
+{
+	struct zvmm_mem mem = ZVMM_MEM_INIT(POOL_BYTES, ZVMM_PAGE_2M);
+	struct zvmm_policy *pol;
+	struct zvmm_guest *g;
+	struct stat st;
+	int fd;
+
+	need_pool();
+	fd = memfd_create("caller", MFD_HUGETLB | MFD_HUGE_2MB);
+	cr_assert_geq(fd, 0);
+	mem.fd = fd;
+	cr_assert_eq(zvmm_policy_new(&pol), 0);
+	cr_assert_eq(zvmm_policy_set(pol, "numa.policy", "bind"), 0);
+	cr_assert_eq(zvmm_policy_set(pol, "numa.nodes", "63"), 0);
+	cr_assert_lt(zvmm_guest_open(&mem, pol, &g), 0,
+		     "a bind to node 63 opened");
+	zvmm_policy_free(pol);
+	cr_assert_eq(fstat(fd, &st), 0);
+	cr_assert_eq(st.st_size, 0, "the failed open left the file resized");
+	close(fd);
+}
+
+Test(api, prepare_is_one_call_and_serving_follows_it)
+{
+	struct zvmm_mem mem = ZVMM_MEM_INIT(POOL_BYTES, ZVMM_PAGE_2M);
+	struct zvmm_policy *pol;
+	struct zvmm_guest *g;
+
+	need_pool();
+	cr_assert_eq(zvmm_policy_new(&pol), 0);
+	cr_assert_eq(zvmm_policy_set(pol, "zeroing.mode", "demand"), 0);
+	cr_assert_eq(zvmm_guest_open(&mem, pol, &g), 0, "%s", logged);
+	zvmm_policy_free(pol);
+	cr_assert_eq(zvmm_guest_serve_thread(g, NULL, NULL), -EINVAL,
+		     "a serve thread before prepare would serve nothing");
+	zvmm_guest_cancel(g);
+	cr_assert_eq(zvmm_guest_prepare(g, ZVMM_PAGE_2M), -ECANCELED);
+	zvmm_guest_rearm(g);
+	cr_assert_eq(zvmm_guest_prepare(g, ZVMM_PAGE_2M), -EALREADY);
+	zvmm_guest_close(g);
 }

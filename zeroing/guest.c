@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/mman.h>
 
 #include "../lib/inject.h"
@@ -171,6 +172,11 @@ int zero_guest_open(const struct zero_guest_cfg *cfg, struct zero_guest **out,
 	*out = g;
 	return 0;
 fail:
+	/* A caller's empty file this open sized is given back as it was. */
+	if (g->mem && g->mem->created && g->mem->caller_fd &&
+	    ftruncate(g->mem->fd, 0)) {
+		/* it keeps the size: no page is in it */
+	}
 	zero_guest_close(g);
 	return ret;
 }

@@ -311,12 +311,32 @@ static int open_backing(const struct zero_mem_opts *o, struct zero_mem *m,
 	int e;
 
 	if (o->has_fd) {
+		struct stat cst;
+		char proc[64];
+
 		snprintf(m->path, sizeof(m->path), "fd %d", o->fd);
 		m->pool = true;
 		m->caller_fd = true;
-		m->fd = fcntl(o->fd, F_DUPFD_CLOEXEC, 3);
+		/*
+		 * An open file description of our own, not a dup: flock(2)
+		 * locks the description, so on a dup a second open of the
+		 * same fd would take the lock it already holds, the lock
+		 * would outlive close while the caller keeps its fd, and the
+		 * caller's own LOCK_UN would drop it.
+		 */
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", o->fd);
+		if (fstat(o->fd, &cst))
+			goto err_errno;
+		m->fd = open(proc, O_RDWR | O_CLOEXEC);
 		if (m->fd < 0)
 			goto err_errno;
+		if (fstat(m->fd, &st) || st.st_dev != cst.st_dev ||
+		    st.st_ino != cst.st_ino || !S_ISREG(st.st_mode)) {
+			snprintf(err, len,
+				 "%s: not a regular file that %s reopens",
+				 m->path, proc);
+			return -EINVAL;
+		}
 		e = lock_pool(m->fd, m->path, err, len);
 		if (e)
 			return e;
@@ -470,8 +490,12 @@ fail_map:
 		"cannot map %llu bytes of hugetlb memory: %s (are enough hugepages free?)",
 		(unsigned long long)m->bytes, strerror(errno));
 fail:
+	/* Nothing left behind: a file this call made, or sized, undone. */
 	if (m->created && !m->caller_fd)
 		unlink(m->path);
+	if (m->created && m->caller_fd && ftruncate(m->fd, 0)) {
+		/* the caller's file keeps its size: no pages are in it */
+	}
 	zero_mem_destroy(m);
 	return ret;
 }

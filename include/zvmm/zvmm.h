@@ -252,7 +252,9 @@ ZVMM_API void zvmm_guest_memory(const struct zvmm_guest *g, void **addr,
  * hybrid: the first @boot_bytes (what the VMM's loader writes) made
  * zero; pages already known zero mapped; every other first touch comes
  * to zvmm_guest_process(). After it the VMM may write its boot data
- * into the first @boot_bytes. 0, -ECANCELED, or a negative errno.
+ * into the first @boot_bytes. 0, -ECANCELED, or a negative errno. One
+ * call per guest: after a failure, close the guest (a second call is
+ * -EALREADY).
  */
 ZVMM_API int zvmm_guest_prepare(struct zvmm_guest *g, uint64_t boot_bytes);
 
@@ -277,9 +279,12 @@ ZVMM_API int zvmm_guest_process(struct zvmm_guest *g);
 /*
  * Instead of zvmm_guest_fd()/zvmm_guest_process(): a thread of the
  * library's own serves until zvmm_guest_stop(). @on_error, when not
- * NULL, is called from that thread if serving fails: stop the vCPUs
- * then. 0 (also under prezero, where there is nothing to serve and no
- * thread starts) or a negative errno (-EALREADY when started).
+ * NULL, is called from that thread if serving fails: tell the vCPUs to
+ * stop then, and call zvmm_guest_stop() from another thread (from
+ * @on_error it returns -EDEADLK). After a successful prepare only: 0
+ * (also under prezero, where there is nothing to serve and no thread
+ * starts) or a negative errno (-EINVAL before prepare, -EALREADY when
+ * started).
  */
 ZVMM_API int zvmm_guest_serve_thread(struct zvmm_guest *g,
 				     void (*on_error)(void *arg, int err),
