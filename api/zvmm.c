@@ -141,7 +141,12 @@ int zvmm_policy_set(struct zvmm_policy *p, const char *key, const char *value)
 	return fail(ret, err);
 }
 
-int zvmm_policy_format(const struct zvmm_policy *p, char *buf, size_t len)
+/*
+ * Text a print function writes, copied into the caller's @buf: its
+ * length, -ENOSPC when @len is too short, -ENOMEM.
+ */
+static int format_into(void (*print)(const void *obj, FILE *f), const void *obj,
+		       char *buf, size_t len)
 {
 	char *text = NULL;
 	size_t n = 0;
@@ -150,7 +155,7 @@ int zvmm_policy_format(const struct zvmm_policy *p, char *buf, size_t len)
 
 	if (!f)
 		return -ENOMEM;
-	zero_policy_print(&p->pol, f);
+	print(obj, f);
 	if (fclose(f)) {
 		free(text);
 		return -ENOMEM;
@@ -160,6 +165,16 @@ int zvmm_policy_format(const struct zvmm_policy *p, char *buf, size_t len)
 		memcpy(buf, text, n + 1);
 	free(text);
 	return ret;
+}
+
+static void print_policy(const void *obj, FILE *f)
+{
+	zero_policy_print(obj, f);
+}
+
+int zvmm_policy_format(const struct zvmm_policy *p, char *buf, size_t len)
+{
+	return format_into(print_policy, &p->pol, buf, len);
 }
 
 void zvmm_policy_free(struct zvmm_policy *p)
@@ -330,26 +345,15 @@ int zvmm_calibration_write(const struct zvmm_calibration *c, const char *path,
 	return ret;
 }
 
+static void print_profile(const void *obj, FILE *f)
+{
+	zero_profile_print(obj, f);
+}
+
 int zvmm_calibration_format(const struct zvmm_calibration *c, char *buf,
 			    size_t len)
 {
-	char *text = NULL;
-	size_t n = 0;
-	FILE *f = open_memstream(&text, &n);
-	int ret;
-
-	if (!f)
-		return -ENOMEM;
-	zero_profile_print(&c->p, f);
-	if (fclose(f)) {
-		free(text);
-		return -ENOMEM;
-	}
-	ret = n < len ? (int)n : -ENOSPC;
-	if (ret >= 0)
-		memcpy(buf, text, n + 1);
-	free(text);
-	return ret;
+	return format_into(print_profile, &c->p, buf, len);
 }
 
 void zvmm_calibration_free(struct zvmm_calibration *c)

@@ -85,6 +85,20 @@ void bench_record(struct bench *bn, const char *method, uint64_t page,
 	r->gbps_max = (double)bytes / t[0] / 1e9;
 }
 
+void bench_record_threads(struct bench *bn, const char *method, uint64_t page,
+			  uint64_t extent, uint64_t bytes, double *t,
+			  unsigned int threads, const char *backend)
+{
+	struct bench_result *r;
+
+	if (bn->nr == BENCH_MAX_RESULTS)
+		return;
+	bench_record(bn, method, page, extent, bytes, t);
+	r = &bn->res[bn->nr - 1];
+	r->threads = threads;
+	snprintf(r->backend, sizeof(r->backend), "%s", backend ? backend : "");
+}
+
 /*
  * One `perf bench mem map` pass: map @bytes of anonymous hugetlb memory
  * and either touch one byte per page (demand) or let MAP_POPULATE fault

@@ -44,6 +44,11 @@ void bench_progress(struct bench *bn, const char *what, uint64_t extent,
 void bench_record(struct bench *bn, const char *method, uint64_t page,
 		  uint64_t extent, uint64_t bytes, double *t);
 
+/* The same for a row of @threads threads, @backend (NULL: none) named. */
+void bench_record_threads(struct bench *bn, const char *method, uint64_t page,
+			  uint64_t extent, uint64_t bytes, double *t,
+			  unsigned int threads, const char *backend);
+
 /*
  * pool:prezero and pool:populate rows for @page: the engine scrubbing a
  * poisoned, warm DIRTY pool with 1..N workers at each chunk size, and

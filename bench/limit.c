@@ -160,11 +160,8 @@ int bench_limit(struct bench *bn)
 				return ret;
 			}
 		}
-		bench_record(bn, "limit:write", bn->region_page, extent,
-			     extent * w[k], t);
-		bn->res[bn->nr - 1].threads = w[k];
-		snprintf(bn->res[bn->nr - 1].backend,
-			 sizeof(bn->res[0].backend), "%s", b->name);
+		bench_record_threads(bn, "limit:write", bn->region_page, extent,
+				     extent * w[k], t, w[k], b->name);
 	}
 	return 0;
 }

@@ -119,9 +119,8 @@ static int populate_rows(struct bench *bn, uint64_t page, const unsigned int *w,
 			zero_mem_destroy(m);
 		}
 		if (!ret) {
-			bench_record(bn, "pool:populate", page, page,
-				     bn->o->size, t);
-			bn->res[bn->nr - 1].threads = w[k];
+			bench_record_threads(bn, "pool:populate", page, page,
+					     bn->o->size, t, w[k], NULL);
 		}
 	}
 	return ret;
@@ -168,11 +167,8 @@ static int demand_rows(struct bench *bn, struct zero_mem *m,
 		}
 		zero_engine_destroy(e);
 		if (!ret) {
-			bench_record(bn, "pool:demand", m->page_bytes, chunk,
-				     m->bytes, t);
-			bn->res[bn->nr - 1].threads = w[k];
-			snprintf(bn->res[bn->nr - 1].backend,
-				 sizeof(bn->res[0].backend), "%s", b->name);
+			bench_record_threads(bn, "pool:demand", m->page_bytes,
+					     chunk, m->bytes, t, w[k], b->name);
 		}
 	}
 	return ret;
@@ -224,12 +220,9 @@ static int prezero_rows(struct bench *bn, uint64_t page, const unsigned int *w,
 			}
 			zero_engine_destroy(e);
 			if (!ret) {
-				bench_record(bn, "pool:prezero", page, chunk,
-					     bn->o->size, t);
-				bn->res[bn->nr - 1].threads = w[k];
-				snprintf(bn->res[bn->nr - 1].backend,
-					 sizeof(bn->res[0].backend), "%s",
-					 b->name);
+				bench_record_threads(bn, "pool:prezero", page,
+						     chunk, bn->o->size, t,
+						     w[k], b->name);
 			}
 		}
 	}
