@@ -312,3 +312,12 @@ void test_pool_cleanup(const char *mnt, const char *pool, const char *state,
 		/* a leftover directory in /tmp is harmless */
 	}
 }
+
+void test_write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert_not_null(f, "cannot write %s", path);
+	fputs(text, f);
+	cr_assert_eq(fclose(f), 0, "cannot write %s", path);
+}

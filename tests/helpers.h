@@ -29,6 +29,9 @@ const char *test_zvmm_bin(void);
 const char *test_reserve_hugepages(uint64_t page_bytes, long count,
 				   struct zero_hugetlb_resv *r);
 
+/* Writes @text to @path, replacing it; a failure fails the test. */
+void test_write_text(const char *path, const char *text);
+
 /* Offset of the first byte in [p, p + len) that is not @v, or -1. */
 long test_find_not(const void *p, size_t len, uint8_t v);
 

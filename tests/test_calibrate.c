@@ -9,6 +9,7 @@
 #include "../lib/log.h"
 #include "../lib/size.h"
 #include "../zeroing/calibrate.h"
+#include "helpers.h"
 
 static char path[64];
 
@@ -79,11 +80,7 @@ Test(calibrate, profile_round_trip, .init = make_path, .fini = drop_path)
 
 static void write_file(const char *text)
 {
-	FILE *f = fopen(path, "w");
-
-	cr_assert_not_null(f);
-	fputs(text, f);
-	fclose(f);
+	test_write_text(path, text);
 }
 
 Test(calibrate, malformed_profile_names_the_line, .init = make_path,

@@ -94,11 +94,7 @@ static void drop_tmp(void)
 
 static void put(const char *text)
 {
-	FILE *f = fopen(tmp, "w");
-
-	cr_assert_not_null(f);
-	fputs(text, f);
-	cr_assert_eq(fclose(f), 0);
+	test_write_text(tmp, text);
 }
 
 Test(sysfs, reads_the_number_a_file_starts_with, .init = make_tmp,

@@ -8,6 +8,7 @@
 #include "../lib/size.h"
 #include "../zeroing/backend.h"
 #include "../zeroing/policy.h"
+#include "helpers.h"
 
 static char path[64];
 static char err[512];
@@ -27,11 +28,7 @@ static void teardown(void)
 
 static int load_text(const char *text)
 {
-	FILE *f = fopen(path, "w");
-
-	cr_assert_not_null(f);
-	fputs(text, f);
-	fclose(f);
+	test_write_text(path, text);
 	return zero_policy_load(&p, path, err, sizeof(err));
 }
 
