@@ -53,6 +53,24 @@ unsigned int bench_pool_steps(uint64_t page)
 	return nw * (nc + 2);
 }
 
+/*
+ * backend=auto at @chunk, as the engine picks it (DESIGN.md 6): this
+ * machine's profile when it is trusted, else measured out of cache on
+ * @m's memory (warm, rewritten before each pass anyway) and kept, so
+ * that a row never runs a backend picked at cache speed.
+ */
+static int engine_backend(struct zero_mem *m, uint64_t chunk,
+			  const struct zero_backend **b, double *gbps)
+{
+	enum zero_backend_source from;
+	char path[4096];
+	bool keep = !zero_profile_default_path(path, sizeof(path));
+
+	return zero_backend_auto(chunk, keep ? path : NULL, keep,
+				 zero_mem_alias_page(m, 0), m->bytes, b, gbps,
+				 &from);
+}
+
 static int make_engine(struct zero_mem *m, const char *backend,
 		       unsigned int workers, uint64_t chunk,
 		       struct zero_engine **e)
@@ -136,14 +154,13 @@ static int populate_rows(struct bench *bn, uint64_t page, const unsigned int *w,
 static int demand_rows(struct bench *bn, struct zero_mem *m,
 		       const unsigned int *w, unsigned int nw)
 {
-	enum zero_backend_source from;
 	const struct zero_backend *b;
 	struct zero_engine *e;
 	uint64_t chunk;
 	double t[64], gbps, t0;
 	int ret;
 
-	ret = zero_backend_auto(SZ_2M, NULL, false, NULL, 0, &b, &gbps, &from);
+	ret = engine_backend(m, SZ_2M, &b, &gbps);
 	if (ret)
 		return ret;
 	chunk = zero_chunk_auto(gbps, m->page_bytes);
@@ -192,15 +209,12 @@ static int prezero_rows(struct bench *bn, uint64_t page, const unsigned int *w,
 		ret = zero_engine_prezero(e, &rep);
 	zero_engine_destroy(e);
 	for (unsigned int c = 0; c < NR_CHUNKS && !ret; c++) {
-		enum zero_backend_source from;
 		const struct zero_backend *b;
 		uint64_t chunk = pool_chunks[c];
 
 		if (chunk > page)
 			continue;
-		/* backend=auto at this chunk size, as the engine would. */
-		ret = zero_backend_auto(chunk, NULL, false, NULL, 0, &b, &gbps,
-					&from);
+		ret = engine_backend(m, chunk, &b, &gbps);
 		for (unsigned int k = 0; k < nw && !ret; k++) {
 			bn->step++;
 			ret = make_engine(m, b->name, w[k], chunk, &e);

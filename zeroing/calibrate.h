@@ -12,9 +12,10 @@
 
 /*
  * Calibration: which backend clears fastest on this machine at the chunk
- * sizes the engine uses, measured on warm memory (DESIGN.md 6: measure,
- * never keep a list of CPU models). A profile written by `zvmm calibrate`
- * keeps the answer; `backend=auto` reads it, or measures quickly.
+ * sizes the engine uses, measured on warm memory out of the last-level
+ * cache, as guest memory is (DESIGN.md 6: measure, never keep a list of
+ * CPU models). A profile written by `zvmm calibrate` keeps the answer;
+ * `backend=auto` reads it, or measures.
  */
 
 #define ZERO_PROFILE_MAX_CHUNKS 8
@@ -24,6 +25,11 @@ struct zero_profile_entry {
 	uint64_t chunk;
 	int best; /* registry index, -1 if none */
 	double gbps[ZERO_PROFILE_MAX_BACKENDS]; /* by registry index; 0 = n/a */
+	/*
+	 * (max - min) / median of the best's and the runner-up's timings,
+	 * the larger; -1 when not recorded (a profile of an older zvmm).
+	 */
+	double spread;
 };
 
 /*
@@ -41,8 +47,17 @@ struct zero_machine {
 	uint32_t features;
 };
 
+/*
+ * What a measurement was made on: @region bytes of memory, of which the
+ * first @llc (the largest last-level cache, 0 unknown) were written
+ * before any timing so that each timed window streams to memory, and
+ * @reps timed windows for each backend still in the running.
+ */
 struct zero_profile {
 	struct zero_machine id;
+	uint64_t region;
+	uint64_t llc;
+	unsigned int reps;
 	unsigned int nr;
 	struct zero_profile_entry e[ZERO_PROFILE_MAX_CHUNKS];
 };
@@ -59,23 +74,62 @@ double zero_time_pass(const struct zero_backend *b, void *base, uint64_t bytes,
 		      uint64_t extent);
 
 /*
- * Measures every backend that runs here at each of @chunks on a warm
- * buffer of @buf_bytes, @reps times, keeping the median. Returns 0 or a
- * negative errno (-ENOMEM when the buffer cannot be had).
+ * The sysfs root the cache sizes are read under: "/sys"; tests point it
+ * at a made-up tree. Not thread-safe to change.
+ */
+extern const char *zero_sysfs_root;
+
+/*
+ * The largest last-level cache of this machine in bytes (the highest
+ * level of data or unified cache any CPU lists under
+ * <root>/devices/system/cpu/cpuN/cache/indexM), 0 when sysfs says
+ * nothing. Read once for "/sys", at every call for another root.
+ */
+uint64_t zero_llc_bytes(void);
+
+/*
+ * The rule every measurement follows: the region it needs on a machine
+ * whose largest last-level cache is @llc bytes, with @reps timed windows
+ * per backend in the running. A profile measured on less is not trusted.
+ */
+uint64_t zero_measure_bytes(uint64_t llc, unsigned int reps);
+
+/* What backend=auto measures on this machine (3 windows a backend). */
+uint64_t zero_auto_bytes(void);
+
+/*
+ * Measures the backends that run here at each of @chunks, out of cache
+ * (zero_measure_bytes() of this machine, or @buf_bytes when larger), in
+ * rounds of @reps timed windows: all of them once, then the leaders
+ * only. Keeps the medians, the spread and what was measured on.
+ * Returns 0 or a negative errno (-ENOMEM when the buffer cannot be had).
  */
 int zero_calibrate(const uint64_t *chunks, unsigned int nr, uint64_t buf_bytes,
 		   unsigned int reps, struct zero_profile *p)
 	__attribute__((warn_unused_result));
 
-/* The same on the caller's @buf (its contents are overwritten). */
+/*
+ * The same on the caller's @buf (its contents are overwritten); with
+ * @buf_bytes below what the rule needs, on a buffer of its own. @only,
+ * when not 0, is the set of registry indexes worth measuring (bit i for
+ * backend i): the rest lost a first pass on this machine before.
+ */
 int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
-		      uint64_t buf_bytes, unsigned int reps,
+		      uint64_t buf_bytes, unsigned int reps, uint32_t only,
 		      struct zero_profile *p)
 	__attribute__((warn_unused_result));
 
-/* What backend=auto measures without a profile: 64 MiB, twice this
- * machine's L3 and small enough for ~50 ms per chunk size. */
-#define ZERO_AUTO_BYTES (64ull << 20)
+/*
+ * Whether @p's entry @e can be trusted on this machine: measured on the
+ * region the rule needs for this machine's last-level cache, with at
+ * least 3 windows a backend, its best one that runs here, and the best
+ * told apart from the runner-up (their spread could not hide a runner-up
+ * more than 10% faster). 0, -EAGAIN (in cache, too few windows, or too
+ * noisy) or -ENOEXEC (a best this CPU cannot run).
+ */
+int zero_profile_entry_check(const struct zero_profile *p,
+			     const struct zero_profile_entry *e)
+	__attribute__((warn_unused_result));
 
 /* Writes @p to @path, atomically. */
 int zero_profile_write(const struct zero_profile *p, const char *path)
@@ -93,7 +147,13 @@ void zero_machine_get(struct zero_machine *m);
  * line (a line too long for libinih is one), 0 if the file as a whole is
  * wrong (unreadable, over 1 MiB, incomplete); -ESTALE when it was
  * written for another machine (architecture, CPU identity, microcode,
- * kernel, features or backends), or by a zvmm that did not record them.
+ * kernel, features or backends), or by a zvmm that did not record them;
+ * -ENOEXEC when one of its `best` is a backend this CPU cannot run (it is
+ * never handed to a worker: that would be SIGILL); -EAGAIN when it is
+ * this machine's but measured in cache or too noisy (see
+ * zero_profile_entry_check(); older profiles, which do not say what they
+ * measured on, are such). *p holds what was read in every case but
+ * -ENOENT and -EINVAL.
  */
 int zero_profile_read(const char *path, struct zero_profile *p, int *line)
 	__attribute__((warn_unused_result));
@@ -119,10 +179,11 @@ const char *zero_backend_source_name(enum zero_backend_source s);
 
 /*
  * backend=auto: the fastest backend at @chunk, from the profile at
- * @profile_path when it is there, fits this machine and holds @chunk,
- * else from a quick measurement over ZERO_AUTO_BYTES of @scratch (memory
- * the caller will clear anyway) or, when @scratch_bytes is smaller, of a
- * buffer of its own. With @keep, a measurement is added to the profile
+ * @profile_path when it is there, fits this machine, is trusted and
+ * holds @chunk, else from a measurement over zero_auto_bytes() of
+ * @scratch (memory the caller will clear anyway) or, when @scratch_bytes
+ * is smaller, of a buffer of its own; backends that lost the first pass
+ * of a trusted profile's other chunk sizes are not measured again. With @keep, a measurement is added to the profile
  * at @profile_path (created, or replaced when it was for another
  * machine), so the next launch reads it: the measurement is paid once
  * per machine; a profile that cannot be written is said once and the
