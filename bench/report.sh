@@ -437,3 +437,14 @@ plot $plot
 EOF
 fi
 rm -f "$DIR"/*.dat
+# The new-user row (bench/newuser.sh, the suite's last section).
+if [ -s "$DIR/newuser.md" ]; then
+	{
+		printf '\n## New users: ten launches in a row without a profile\n\n'
+		printf 'Each launch starts with an empty calibration cache (backend = auto\n'
+		printf 'measures) and scrubs a freshly poisoned pool with `zvmm prezero --pool`;\n'
+		printf 'the best backend is every backend named in the policy, the same pool,\n'
+		printf 'in the same run (bench/newuser.sh, DESIGN.md 6).\n\n'
+		cat "$DIR/newuser.md"
+	} >>"$DIR/report.md"
+fi

@@ -17,7 +17,10 @@
 #  4. zvmm's own time and RSS at the largest size, and its launch phases
 #     apart from the kernel's memslot creation;
 #  5. with 1 GiB pages, the first and the second launch of a user with no
-#     calibration profile (PROFILE_GIB, a poisoned pool, backend = auto).
+#     calibration profile (PROFILE_GIB, a poisoned pool, backend = auto);
+#  6. ten new users in a row (bench/newuser.sh): each launch without a
+#     profile scrubs a poisoned NEWUSER_GIB pool of 2 MiB pages at >= 0.9x
+#     the best backend for that memory in the same run.
 #
 # zvmm runs with a calibration profile (`zvmm calibrate`, into a cache
 # directory of the suite's own), as a deployment would.
@@ -30,7 +33,7 @@
 #
 # Usage (root): bench/suite.sh [--smoke]   (make bench-suite, make
 # bench-smoke). Environment: OUT, SIZES, PAGES, REPS, CHUNKS, CHUNK_GIB,
-# PROFILE_GIB, BENCH_SIZE, ZVMM, ELF, POISON.
+# PROFILE_GIB, NEWUSER_GIB, NEWUSER_LAUNCHES, BENCH_SIZE, ZVMM, ELF, POISON.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,7 +42,7 @@ case ${1:-} in
 --smoke) SMOKE=1 ;;
 "") ;;
 -h | --help)
-	sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 *)
@@ -60,6 +63,8 @@ if [ "$SMOKE" = 1 ]; then
 	CHUNKS=${CHUNKS:-"256K 2M"}
 	CHUNK_GIB=${CHUNK_GIB:-1}
 	PROFILE_GIB=${PROFILE_GIB:-1}
+	NEWUSER_GIB=${NEWUSER_GIB:-1}
+	NEWUSER_LAUNCHES=${NEWUSER_LAUNCHES:-2}
 	BENCH_SIZE=${BENCH_SIZE:-256M}
 else
 	OUT=${OUT:-bench/results}
@@ -71,6 +76,8 @@ else
 	CHUNKS=${CHUNKS:-"256K 2M 8M 64M"}
 	CHUNK_GIB=${CHUNK_GIB:-16}
 	PROFILE_GIB=${PROFILE_GIB:-6}
+	NEWUSER_GIB=${NEWUSER_GIB:-4}
+	NEWUSER_LAUNCHES=${NEWUSER_LAUNCHES:-10}
 	BENCH_SIZE=${BENCH_SIZE:-4G}
 fi
 CMDLINE="stride=2M verify=1"
@@ -306,7 +313,7 @@ NS=$(count "$SIZES")
 NP=$(count "$PAGES")
 NC=0
 for page in $PAGES; do NC=$((NC + $(chunks_for "$page" | wc -l))); done
-TOTAL=$((2 + NP * NS * 7 + NC + 1))
+TOTAL=$((2 + NP * NS * 7 + NC + 2))
 case " $PAGES " in *" 1G "*) TOTAL=$((TOTAL + 1)) ;; esac
 
 {
@@ -424,10 +431,22 @@ for page in $PAGES; do
 	fi
 done
 
+# Its own reservation, mount and cache directories: the suite's go back.
+for f in "${!saved[@]}"; do echo "${saved[$f]}" >"$f"; done
+umount "$MNT" 2>/dev/null || true
+progress "$NEWUSER_LAUNCHES new-user launches, $NEWUSER_GIB GiB poisoned 2M pool, no profile"
+NEWUSER=0
+child env OUT="$OUT" ZVMM="$ZVMM" POISON="$POISON" GIB="$NEWUSER_GIB" \
+	PAGE=2M LAUNCHES="$NEWUSER_LAUNCHES" BEST_REPS="$REPS" \
+	bash bench/newuser.sh >"$OUT/newuser.md" 2>>"$LOG" || NEWUSER=$?
+
 progress "report"
 bash bench/report.sh "$OUT"
 [ -t 2 ] && printf '\r\033[K' >&2
 echo "report: $OUT/report.md (JSON $OUT/suite.json, plots $OUT/*.svg)"
+if [ "$NEWUSER" != 0 ]; then
+	echo "suite.sh: not every new-user launch reached 0.9x the best backend; see $OUT/newuser.md" >&2
+fi
 if [ "$STALE" -gt 0 ]; then
 	echo "suite.sh: $STALE runs ended without a clean guest report; see $LOG" >&2
 	exit 1

@@ -18,9 +18,10 @@ static void calibrate_usage(FILE *f)
 	fprintf(f,
 		"usage: zvmm calibrate [--out FILE|-] [--quiet]\n"
 		"\n"
-		"Measures every backend that runs here on warm memory at chunk sizes\n"
-		"256K, 1M, 2M, 4M and 8M and writes a profile that `backend = auto`\n"
-		"reads. Default FILE: calibration.ini in $ZVMM_CACHE_DIR, else\n"
+		"Measures the backends that run here on warm memory out of the\n"
+		"last-level cache (the cache filled with dirty lines, then a fresh\n"
+		"16 MiB window a backend) at chunk sizes 256K, 1M, 2M, 4M and 8M and\n"
+		"writes a profile that `backend = auto` reads. Default FILE: calibration.ini in $ZVMM_CACHE_DIR, else\n"
 		"/var/cache/zvmm for root, else $XDG_CACHE_HOME/zvmm or ~/.cache/zvmm;\n"
 		"'-' prints it.\n");
 }
