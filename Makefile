@@ -360,7 +360,7 @@ FUZZ_size_SRCS := lib/size.c
 FUZZ_policy_SRCS := zeroing/policy.c lib/size.c lib/file.c lib/inibuf.c
 FUZZ_pvh_SRCS := vmm/pvh.c vmm/kvm.c lib/log.c lib/inject.c lib/clock.c
 FUZZ_report_SRCS := vmm/devices.c vmm/kvm.c lib/log.c lib/inject.c lib/clock.c
-FUZZ_record_SRCS := zeroing/record.c lib/file.c lib/inibuf.c
+FUZZ_record_SRCS := zeroing/record.c lib/file.c lib/inibuf.c lib/safefile.c lib/log.c
 FUZZ_BINS := $(addprefix $(FUZZ_O)/,$(FUZZ_TARGETS))
 FUZZ_SEEDS_PVH := $(FUZZ_O)/seeds/pvh/.stamp
 

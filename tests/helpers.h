@@ -75,7 +75,9 @@ int test_finish_zvmm(struct test_proc *p, struct test_run *r);
 /*
  * Pool files: makes @path @bytes long and writes the poison over all of
  * it (as a guest that used the pool would leave it); the offset of the
- * first non-zero byte of the file, or -1. Both fail the test on error.
+ * first non-zero byte of the file, or -1, read without moving the file's
+ * atime (the owner's O_NOATIME: an observer that leaves the pool's state
+ * record valid). Both fail the test on error.
  */
 void test_poison_file(const char *path, uint64_t bytes);
 long test_file_find_not_zero(const char *path, uint64_t bytes);

@@ -43,6 +43,7 @@ Test(policy, defaults_are_hybrid_auto)
 	cr_assert_eq(p.rate_limit, 0);
 	cr_assert_eq(p.fresh, ZERO_FRESH_TRUST);
 	cr_assert_eq(p.on_exit, ZERO_EXIT_RELEASE);
+	cr_assert_eq(p.record, ZERO_RECORD_TRUST);
 	cr_assert_eq(p.numa, ZERO_NUMA_LOCAL);
 	cr_assert_eq(p.nodes, 0);
 }
@@ -53,6 +54,7 @@ Test(policy, every_key_good_values)
 		load_text("[zeroing]\nmode = demand\nbackend = clzero\n"
 			  "workers = 12\nchunk = 2M\nrate_limit = 8G ; per s\n"
 			  "[pool]\nfresh = scrub\non_exit = keep\n"
+			  "record = verify\n"
 			  "[numa]\npolicy = bind\nnodes = 0,2-3\n"),
 		0, "%s", err);
 	cr_assert_eq(p.mode, ZERO_MODE_DEMAND);
@@ -62,6 +64,7 @@ Test(policy, every_key_good_values)
 	cr_assert_eq(p.rate_limit, 8 * SZ_1G);
 	cr_assert_eq(p.fresh, ZERO_FRESH_SCRUB);
 	cr_assert_eq(p.on_exit, ZERO_EXIT_KEEP);
+	cr_assert_eq(p.record, ZERO_RECORD_VERIFY);
 	cr_assert_eq(p.numa, ZERO_NUMA_BIND);
 	cr_assert_eq(p.nodes, 0xdull);
 	cr_assert_eq(load_text("[zeroing]\nworkers = auto\nchunk = auto\n"
@@ -99,6 +102,8 @@ Test(policy, bad_values_name_file_and_line)
 		{ "[pool]\nfresh = maybe\n", 2, "expected trust or scrub" },
 		{ "[pool]\non_exit = burn\n", 2,
 		  "expected release, keep or scrub" },
+		{ "[pool]\nrecord = maybe\n", 2,
+		  "expected trust, verify or never" },
 		{ "[numa]\npolicy = near\n", 2,
 		  "expected local, interleave or bind" },
 		{ "[numa]\nnodes = 3-1\n", 2, "ranges ascending" },

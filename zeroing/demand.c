@@ -211,13 +211,23 @@ int zero_demand_map_ahead(struct zero_demand *f, uint64_t first, uint64_t end)
 	return mapped > INT_MAX ? INT_MAX : (int)mapped;
 }
 
-static int serve(struct zero_demand *f, uint64_t page)
+static int serve(struct zero_demand *f, uint64_t page, bool minor)
 {
 	enum zero_page_state s = zero_page_get(f->mem->pages, page);
 	int ret;
 
 	if (f->pending[page] > 0)
 		return 0; /* its scrub is under way; one CONTINUE wakes all */
+	/*
+	 * A MINOR fault is a page the file holds. The table calls it FRESH
+	 * only if it never was: another process allocated it behind zvmm's
+	 * back, and what it wrote there is scrubbed, not "populated".
+	 */
+	if (minor && s == ZP_FRESH &&
+	    !zero_page_move(f->mem->pages, page, ZP_FRESH, ZP_DIRTY)) {
+		f->foreign_pages++;
+		s = ZP_DIRTY;
+	}
 	if (s == ZP_MAPPED)
 		return map_page(f, page); /* a late duplicate: EEXIST, wake */
 	f->pending[page] = clock_now();
@@ -269,7 +279,9 @@ int zero_demand_read(struct zero_demand *f)
 					f->pending[page] = clock_now();
 				continue;
 			}
-			err = serve(f, page);
+			err = serve(f, page,
+				    msg[i].arg.pagefault.flags &
+					    UFFD_PAGEFAULT_FLAG_MINOR);
 			if (err && err != -ECANCELED)
 				pr_err("serving a guest fault at 0x%llx failed: %s",
 				       (unsigned long long)addr,

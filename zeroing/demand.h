@@ -27,6 +27,9 @@ struct zero_demand {
 	uint64_t pages; /* pages mapped on a fault */
 	uint64_t scrubbed_pages; /* of those, scrubbed first */
 	uint64_t ahead_pages; /* mapped as the background finished them */
+	/* MINOR faults on pages the table called FRESH: allocated by
+	 * another process behind zvmm's back, scrubbed before mapping. */
+	uint64_t foreign_pages;
 	double *lat_us; /* fault read -> UFFDIO_CONTINUE, per page */
 	size_t nr_lat;
 	/*

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 
 #include "../lib/inject.h"
 #include "../lib/log.h"
@@ -32,6 +34,8 @@ struct zero_guest {
 	bool quiet;
 	bool started, stopped;
 	bool record_clean, record_written;
+	uint64_t foreign_pages; /* allocated behind zvmm's back, found */
+	struct timespec atime; /* the pool's, once this launch stamped it */
 	const char *exit_action;
 	uint64_t exit_bytes;
 	double exit_seconds;
@@ -45,15 +49,34 @@ int zero_guest_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 	return zero_mem_preflight(o, err, len);
 }
 
-/* Four cache lines of every page, spread over it, read as zero. */
+/* xorshift64*: cheap, and its seed is what no writer can know. */
+static uint64_t next_rand(uint64_t *x)
+{
+	*x ^= *x >> 12;
+	*x ^= *x << 25;
+	*x ^= *x >> 27;
+	return *x * 0x2545f4914f6cdd1dull;
+}
+
+/*
+ * Four cache lines of every page, drawn at random for every launch
+ * (getrandom(2)), read as zero: no writer can aim around them, and a
+ * writer of a fraction f of each page's lines is missed with a chance
+ * of (1 - f)^4 per page. It is a check, not a proof: pool.record =
+ * verify reads every byte.
+ */
 static bool samples_zero(const struct zero_mem *m)
 {
+	uint64_t lines = m->page_bytes / 64, x = 0;
+
+	if (getrandom(&x, sizeof(x), 0) != sizeof(x) || !x)
+		return false; /* no randomness: trust nothing */
 	for (uint64_t i = 0; i < m->nr_pages; i++) {
 		const char *p = zero_mem_alias_page(m, i);
 
-		for (uint64_t k = 0; k < 4; k++) {
-			uint64_t off = (m->page_bytes - 64) / 3 * k & ~63ull;
-			const uint64_t *l = (const void *)(p + off);
+		for (int k = 0; k < 4; k++) {
+			const uint64_t *l =
+				(const void *)(p + next_rand(&x) % lines * 64);
 
 			for (int w = 0; w < 8; w++)
 				if (l[w])
@@ -63,21 +86,67 @@ static bool samples_zero(const struct zero_mem *m)
 	return true;
 }
 
+/* Whether the @bytes at @p are all zero (@bytes a multiple of 64). */
+static bool all_zero(const char *p, uint64_t bytes)
+{
+	const uint64_t *w = (const void *)p;
+	uint64_t acc = 0;
+
+	for (uint64_t i = 0; i < bytes / 8; i += 8) {
+		acc |= w[i] | w[i + 1] | w[i + 2] | w[i + 3] | w[i + 4] |
+		       w[i + 5] | w[i + 6] | w[i + 7];
+		/* Stop at the first line that is not: no need to go on. */
+		if (acc)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * pool.record = verify: every byte of every page is read; a page that is
+ * not all zero is DIRTY (scrubbed), the rest ZERO. Returns how many were
+ * DIRTY.
+ */
+static uint64_t verify_pages(struct zero_mem *m)
+{
+	uint64_t dirty = 0;
+
+	for (uint64_t i = 0; i < m->nr_pages; i++) {
+		bool zero;
+
+		/* Read as a scrub would write: no worker runs yet. */
+		if (zero_page_move(m->pages, i, ZP_DIRTY, ZP_ZEROING)) {
+			dirty++;
+			continue;
+		}
+		zero = all_zero(zero_mem_alias_page(m, i), m->page_bytes);
+		dirty += !zero;
+		(void)!zero_page_move(m->pages, i, ZP_ZEROING,
+				      zero ? ZP_ZERO : ZP_DIRTY);
+	}
+	return dirty;
+}
+
 /*
  * A pool's state record is consumed at every launch, clean or not, so no
  * record survives that a later crash could make a lie. Only a reused file
- * with a valid record, whose allocation still matches it, starts ZERO.
+ * with a valid record, whose allocation still matches it and whose
+ * samples (or, with pool.record = verify, every byte) read zero, starts
+ * ZERO (docs/DESIGN.md 3, "Threat model").
  */
 static int take_record(struct zero_guest *g, char *err, size_t len)
 {
 	struct zero_mem *m = g->mem;
+	bool new_file = m->created || m->sized;
+	uint64_t dirty = 0;
+	struct stat st;
 	char why[512];
 	bool clean;
 	int ret;
 
 	if (!m->pool)
 		return 0;
-	ret = zero_record_take(m, &clean, why, sizeof(why));
+	ret = zero_record_take(m, &m->st_open, &clean, why, sizeof(why));
 	if (ret) {
 		snprintf(err, len, "cannot read the pool's state record: %s",
 			 strerror(-ret));
@@ -85,17 +154,16 @@ static int take_record(struct zero_guest *g, char *err, size_t len)
 	}
 	/* From now on no record written before this launch matches. */
 	ret = zero_record_stamp(m);
+	if (!ret && fstat(m->fd, &st))
+		ret = -errno;
 	if (ret) {
 		snprintf(err, len, "cannot stamp pool %s: %s", m->path,
 			 strerror(-ret));
 		return ret;
 	}
-	/*
-	 * The record proves what zvmm left; it cannot see a process that
-	 * wrote the file since. Samples of every page (a few lines each,
-	 * microseconds in all) catch some of that, and then nothing is
-	 * trusted.
-	 */
+	/* Its atime moves from here only if another process maps or reads
+	 * the file (the stamp left its mtime later than its atime). */
+	g->atime = st.st_atim;
 	/*
 	 * A caller's fd: the caller holds the file between launches and may
 	 * write it through its own mapping, which no stamp or allocation
@@ -103,8 +171,13 @@ static int take_record(struct zero_guest *g, char *err, size_t len)
 	 * either); one left by a launch of the same file as a named pool is
 	 * consumed above and not trusted.
 	 */
-	if (m->caller_fd)
+	if (m->caller_fd || new_file)
 		return 0;
+	if (clean && g->pol.record == ZERO_RECORD_NEVER) {
+		clean = false;
+		snprintf(why, sizeof(why),
+			 "pool.record = never: the state record is not used");
+	}
 	/*
 	 * Written only when every page was allocated and zero: a file that
 	 * no longer holds every page is not the one the record saw.
@@ -115,16 +188,25 @@ static int take_record(struct zero_guest *g, char *err, size_t len)
 			why, sizeof(why),
 			"the pool's state record does not match the file's allocation");
 	}
-	if (clean && !m->created && !samples_zero(m)) {
+	if (clean && g->pol.record == ZERO_RECORD_VERIFY) {
+		dirty = verify_pages(m);
+		g->record_clean = !dirty;
+		if (dirty && !g->quiet)
+			pr_warn("pool %s: its state record is valid, but %llu of its %llu pages are not zero: written behind zvmm's back; they are treated as dirty",
+				m->path, (unsigned long long)dirty,
+				(unsigned long long)m->nr_pages);
+		return 0;
+	}
+	if (clean && !samples_zero(m)) {
 		clean = false;
 		snprintf(
 			why, sizeof(why),
 			"the pool's state record is valid but the pool holds data written since");
 	}
-	if (clean && !m->created) {
+	if (clean) {
 		zero_pages_reset(m->pages, ZP_ZERO);
 		g->record_clean = true;
-	} else if (!m->created && strcmp(why, "no state record") && !g->quiet) {
+	} else if (strcmp(why, "no state record") && !g->quiet) {
 		pr_info("%s: the pool's pages are treated as dirty", why);
 	}
 	return 0;
@@ -172,11 +254,10 @@ int zero_guest_open(const struct zero_guest_cfg *cfg, struct zero_guest **out,
 	*out = g;
 	return 0;
 fail:
-	/* A caller's empty file this open sized is given back as it was. */
-	if (g->mem && g->mem->created && g->mem->caller_fd &&
-	    ftruncate(g->mem->fd, 0)) {
-		/* it keeps the size: no page is in it */
-	}
+	/* A file this open created is removed, an empty one it sized is
+	 * emptied again: nothing is left behind. */
+	if (g->mem)
+		zero_mem_undo(g->mem);
 	zero_guest_close(g);
 	return ret;
 }
@@ -333,21 +414,68 @@ void zero_guest_stop(struct zero_guest *g)
 		zero_demand_drain(&g->demand, zero_engine_clear_fn(g->engine));
 }
 
+/*
+ * Every page of a pool is ZERO after a scrub: the state record says so,
+ * unless another process could have written the file during this launch
+ * and the record would vouch for its bytes: one that has it open or
+ * mapped now, or one that mapped or read it since the stamp (its atime
+ * moved; where the mount keeps access times). Then no record is written
+ * and the next launch scrubs: a warning, not an error. Returns 0 or a
+ * negative errno for I/O trouble.
+ */
+static int keep_record(struct zero_guest *g)
+{
+	struct zero_mem *m = g->mem;
+	char why[512];
+	struct stat st;
+	int ret;
+
+	if (!m->pool || m->caller_fd)
+		return 0; /* no record vouches for a caller's file */
+	ret = zero_mem_check_alone(m, why, sizeof(why));
+	if (ret == -EBUSY) {
+		pr_warn("no state record is written: %s", why);
+		return 0;
+	}
+	if (ret)
+		return ret;
+	if (fstat(m->fd, &st))
+		return -errno;
+	if (st.st_atim.tv_sec != g->atime.tv_sec ||
+	    st.st_atim.tv_nsec != g->atime.tv_nsec) {
+		pr_warn("no state record is written: pool %s was mapped or read by another process during this launch (its atime moved)",
+			m->path);
+		return 0;
+	}
+	ret = zero_record_write(m);
+	if (ret == -EPERM)
+		return 0; /* the state directory is not trusted: said once */
+	g->record_written = !ret;
+	return ret;
+}
+
 int zero_guest_exit(struct zero_guest *g, char *err, size_t len)
 {
 	struct zero_prezero_report r;
 	struct zero_mem *m = g->mem;
+	uint64_t foreign = 0;
 	int ret;
 
 	if (!g->stopped)
 		zero_guest_stop(g);
 	/* Whatever on_exit does, what the guest could touch is its own. */
-	ret = zero_mem_guest_exited(m);
+	ret = zero_mem_guest_exited(m, &foreign);
 	if (ret) {
 		snprintf(err, len, "the page state table refused: %s",
 			 strerror(-ret));
 		return ret;
 	}
+	if (g->demand_open)
+		foreign += g->demand.foreign_pages;
+	g->foreign_pages = foreign;
+	if (foreign)
+		pr_warn("pool %s: %llu pages were allocated by another process behind zvmm's back during the run; they are scrubbed, not trusted",
+			m->path, (unsigned long long)foreign);
 	if (!m->pool)
 		return 0;
 	switch (g->pol.on_exit) {
@@ -384,17 +512,12 @@ int zero_guest_exit(struct zero_guest *g, char *err, size_t len)
 			ret == -ECANCELED ? "interrupted" : "failed");
 		return ret;
 	}
-	if (m->caller_fd)
-		return 0; /* no record vouches for a caller's file */
-	ret = zero_record_write(m);
-	if (ret) {
+	ret = keep_record(g);
+	if (ret)
 		snprintf(err, len,
 			 "on_exit = scrub: cannot write the state record: %s",
 			 strerror(-ret));
-		return ret;
-	}
-	g->record_written = true;
-	return 0;
+	return ret;
 }
 
 int zero_guest_prezero(struct zero_guest *g, struct zero_prezero_report *r)
@@ -403,10 +526,8 @@ int zero_guest_prezero(struct zero_guest *g, struct zero_prezero_report *r)
 
 	g->pz = *r;
 	/* No guest has run: a pool made wholly zero is warm for the next. */
-	if (!ret && g->mem->pool && !g->mem->caller_fd) {
-		ret = zero_record_write(g->mem);
-		g->record_written = !ret;
-	}
+	if (!ret)
+		ret = keep_record(g);
 	return ret;
 }
 
@@ -457,6 +578,7 @@ void zero_guest_report(struct zero_guest *g, struct zero_guest_report *r)
 	r->pool = g->mem->pool;
 	r->record_clean = g->record_clean;
 	r->record_written = g->record_written;
+	r->foreign_pages = g->foreign_pages;
 	r->on_exit = g->exit_action;
 	r->exit_bytes = g->exit_bytes;
 	r->exit_seconds = g->exit_seconds;

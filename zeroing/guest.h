@@ -66,6 +66,9 @@ struct zero_guest_report {
 	double background_seconds;
 	bool background_active;
 	bool pool, record_clean, record_written;
+	/* pages another process allocated behind zvmm's back, found during
+	 * the run (a MINOR fault on a FRESH page) or at exit */
+	uint64_t foreign_pages;
 	const char *on_exit; /* what on_exit did: NULL when not applied */
 	uint64_t exit_bytes;
 	double exit_seconds;

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,11 +11,13 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include <linux/magic.h>
 
 #include "../lib/inject.h"
+#include "../lib/safefile.h"
 #include "../lib/size.h"
 #include "../lib/sysfs.h"
 #include "hugetlb.h"
@@ -304,6 +308,287 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 	return -ENOMEM;
 }
 
+/*
+ * A named pool's directory, opened O_PATH with no symbolic link in any
+ * component of the path (openat2 RESOLVE_NO_SYMLINKS), and checked: the
+ * euid's or root's, and no one else may write it unless it is sticky.
+ * Everything after works on this fd, so a component renamed or replaced
+ * after the check changes nothing.
+ */
+static int open_pool_dir(const char *path, struct zero_mem *m, char *err,
+			 size_t len)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS,
+	};
+	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+	char dir[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	if (!*base || !strcmp(base, ".") || !strcmp(base, "..") ||
+	    strlen(base) >= sizeof(m->name)) {
+		snprintf(err, len, "--pool %s: name a file, not a directory",
+			 path);
+		return -EINVAL;
+	}
+	snprintf(m->name, sizeof(m->name), "%s", base);
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	fd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
+	if (fd < 0 && (errno == ELOOP || errno == EXDEV)) {
+		snprintf(
+			err, len,
+			"--pool %s: a symbolic link is on its path, and zvmm follows none to a pool: give the path without links (realpath -e %s)",
+			path, dir);
+		return -EPERM;
+	}
+	if (fd < 0) {
+		int e = errno;
+
+		snprintf(err, len, "--pool %s: cannot reach its directory: %s",
+			 path, strerror(e));
+		return -e;
+	}
+	m->dirfd = fd;
+	if (fstat(fd, &st)) {
+		int e = errno;
+
+		snprintf(err, len, "--pool %s: %s", path, strerror(e));
+		return -e;
+	}
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		snprintf(
+			err, len,
+			"--pool %s: its directory %s is owned by uid %u, who could replace the pool: use a directory of your own or root's (chown %u %s)",
+			path, dir, (unsigned int)st.st_uid,
+			(unsigned int)geteuid(), dir);
+		return -EPERM;
+	}
+	if (!safe_owner_ok(&st, true)) {
+		snprintf(
+			err, len,
+			"--pool %s: its directory %s is writable by group or others (mode %04o), who could replace the pool: chmod go-w %s (or chmod +t %s)",
+			path, dir, (unsigned int)(st.st_mode & 07777), dir, dir);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* An existing pool file: the euid's, a regular file no one else writes. */
+static int check_pool_file(const struct zero_mem *m, const struct stat *st,
+			   char *err, size_t len)
+{
+	if (!S_ISREG(st->st_mode)) {
+		snprintf(err, len, "--pool %s is not a regular file", m->path);
+		return -EINVAL;
+	}
+	if (st->st_uid != geteuid()) {
+		snprintf(
+			err, len,
+			"--pool %s is owned by uid %u, not by this user (uid %u), and only the owner's pools are trusted: chown %u %s, or use another --pool",
+			m->path, (unsigned int)st->st_uid,
+			(unsigned int)geteuid(), (unsigned int)geteuid(),
+			m->path);
+		return -EPERM;
+	}
+	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(
+			err, len,
+			"--pool %s is writable by group or others (mode %04o): chmod go-w %s",
+			m->path, (unsigned int)(st->st_mode & 07777), m->path);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/*
+ * A named pool: created O_CREAT | O_EXCL mode 0600, or an existing file
+ * inside the trust boundary, never through a symbolic link, on a
+ * hugetlbfs mount of the page size as the opened fd sees it, locked, and
+ * open nowhere else.
+ */
+static int open_pool(const struct zero_mem_opts *o, struct zero_mem *m,
+		     char *err, size_t len)
+{
+	struct stat st;
+	int e;
+
+	e = open_pool_dir(o->pool_path, m, err, len);
+	if (e)
+		return e;
+	m->fd = openat(m->dirfd, m->name,
+		       O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (m->fd >= 0) {
+		m->created = true;
+	} else if (errno == EEXIST) {
+		m->fd = openat(m->dirfd, m->name,
+			       O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY |
+				       O_CLOEXEC);
+		if (m->fd < 0 && errno == ELOOP) {
+			snprintf(
+				err, len,
+				"--pool %s is a symbolic link, and zvmm follows none to a pool: give the file itself (realpath -e %s)",
+				o->pool_path, o->pool_path);
+			return -EPERM;
+		}
+	}
+	if (m->fd < 0)
+		goto err_errno;
+	if (fstat(m->fd, &st))
+		goto err_errno;
+	if (!m->created) {
+		e = check_pool_file(m, &st, err, len);
+		if (e)
+			return e;
+	}
+	e = check_mount(o->pool_path, m->fd, o->page_bytes, err, len);
+	if (e)
+		return e;
+	/* Another launch may have opened the new file already: then it is
+	 * theirs, and it stays. */
+	e = lock_pool(m->fd, o->pool_path, err, len);
+	if (e)
+		return e;
+	e = zero_mem_check_alone(m, err, len);
+	if (e)
+		return e;
+	if (fstat(m->fd, &st))
+		goto err_errno;
+	/*
+	 * An empty file holding nothing: a pool whose creator lost the race
+	 * for the lock or died before sizing it, or a file the user made.
+	 * Under the lock it is ours to size; it was not made here, so a
+	 * failure empties it again and never removes it.
+	 */
+	if (!st.st_size && !st.st_blocks) {
+		if (ftruncate(m->fd, (off_t)o->bytes))
+			goto err_errno;
+		m->sized = !m->created;
+		return 0;
+	}
+	if ((uint64_t)st.st_size != o->bytes) {
+		snprintf(err, len, "--pool %s is not a pool file of %llu bytes",
+			 o->pool_path, (unsigned long long)o->bytes);
+		return -EINVAL;
+	}
+	return 0;
+err_errno:
+	e = errno;
+	snprintf(err, len, "cannot create guest memory in %s: %s", m->path,
+		 strerror(e));
+	return -e;
+}
+
+/* The first process other than this one that has @st's file open or
+ * mapped, from /proc (as fuser(1) finds it), and its name. */
+static long find_holder(const struct stat *st, char *comm, size_t len)
+{
+	long self = (long)getpid(), found = -1;
+	struct dirent *de;
+	DIR *proc = opendir("/proc");
+
+	if (!proc)
+		return -1;
+	while (found < 0 && (de = readdir(proc))) {
+		char path[64], line[512];
+		struct dirent *fe;
+		struct stat fst;
+		long pid;
+		char *end;
+		DIR *fds;
+		FILE *f;
+
+		pid = strtol(de->d_name, &end, 10);
+		if (*end || pid <= 0 || pid == self)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/fd", pid);
+		fds = opendir(path);
+		while (fds && found < 0 && (fe = readdir(fds)))
+			if (fe->d_name[0] != '.' &&
+			    !fstatat(dirfd(fds), fe->d_name, &fst, 0) &&
+			    fst.st_dev == st->st_dev && fst.st_ino == st->st_ino)
+				found = pid;
+		if (fds)
+			closedir(fds);
+		snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
+		f = found < 0 ? fopen(path, "re") : NULL;
+		while (f && found < 0 && fgets(line, sizeof(line), f)) {
+			unsigned int maj, min;
+			unsigned long ino;
+
+			if (sscanf(line, "%*x-%*x %*s %*x %x:%x %lu", &maj, &min,
+				   &ino) == 3 &&
+			    ino == (unsigned long)st->st_ino &&
+			    makedev(maj, min) == st->st_dev)
+				found = pid;
+		}
+		if (f)
+			fclose(f);
+		if (found < 0)
+			continue;
+		snprintf(comm, len, "?");
+		snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+		f = fopen(path, "re");
+		if (f) {
+			if (fgets(comm, (int)len, f))
+				comm[strcspn(comm, "\n")] = '\0';
+			fclose(f);
+		}
+	}
+	closedir(proc);
+	return found;
+}
+
+int zero_mem_check_alone(const struct zero_mem *m, char *err, size_t len)
+{
+	char comm[64];
+	struct stat st;
+	int tries, e = 0;
+	long pid;
+
+	/*
+	 * F_SETLEASE F_WRLCK is granted only while no other open file
+	 * description of the file exists, and a mapping holds one after its
+	 * fd is closed: the kernel's exact answer, in microseconds. (The
+	 * lease is given back at once; it is never held.) A moment's retry:
+	 * another launch's pre-flight probe, or one refused by the lock,
+	 * holds the file for microseconds.
+	 */
+	for (tries = 0;; tries++) {
+		if (!fcntl(m->fd, F_SETLEASE, F_WRLCK)) {
+			(void)!fcntl(m->fd, F_SETLEASE, F_UNLCK);
+			return 0;
+		}
+		e = errno;
+		if (e != EAGAIN || tries == 10)
+			break;
+		usleep(5000);
+	}
+	if (fstat(m->fd, &st))
+		return -errno;
+	pid = find_holder(&st, comm, sizeof(comm));
+	/* No lease to be had here (leases disabled): /proc alone answers. */
+	if (pid < 0 && e != EAGAIN)
+		return 0;
+	if (pid > 0)
+		snprintf(
+			err, len,
+			"pool %s is open by pid %ld (%s), which could write it behind zvmm's back: end it, or use another --pool",
+			m->path, pid, comm);
+	else
+		snprintf(
+			err, len,
+			"pool %s is open by another process (not visible from here), which could write it behind zvmm's back: end it, or use another --pool",
+			m->path);
+	return -EBUSY;
+}
+
 static int open_backing(const struct zero_mem_opts *o, struct zero_mem *m,
 			char *err, size_t len)
 {
@@ -345,7 +630,7 @@ static int open_backing(const struct zero_mem_opts *o, struct zero_mem *m,
 		if (!st.st_size && !st.st_blocks) {
 			if (ftruncate(m->fd, (off_t)o->bytes))
 				goto err_errno;
-			m->created = true;
+			m->sized = true;
 		} else if ((uint64_t)st.st_size != o->bytes) {
 			snprintf(err, len, "%s is not a file of %llu bytes",
 				 m->path, (unsigned long long)o->bytes);
@@ -375,45 +660,7 @@ static int open_backing(const struct zero_mem_opts *o, struct zero_mem *m,
 	}
 	snprintf(m->path, sizeof(m->path), "%s", o->pool_path);
 	m->pool = true;
-	m->fd = open(o->pool_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (m->fd >= 0) {
-		/* Another launch may have opened the new file already:
-		 * then it is theirs, and it stays. */
-		e = lock_pool(m->fd, o->pool_path, err, len);
-		if (e)
-			return e;
-		m->created = true;
-		if (ftruncate(m->fd, (off_t)o->bytes))
-			goto err_errno;
-		return 0;
-	}
-	if (errno != EEXIST)
-		goto err_errno;
-	m->fd = open(o->pool_path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-	if (m->fd < 0)
-		goto err_errno;
-	e = lock_pool(m->fd, o->pool_path, err, len);
-	if (e)
-		return e;
-	if (fstat(m->fd, &st))
-		goto err_errno;
-	/*
-	 * An empty file holding nothing is a pool whose creator lost the
-	 * race for the lock, or died before sizing it: under the lock it is
-	 * ours to make, not an obstacle left for ever.
-	 */
-	if (S_ISREG(st.st_mode) && !st.st_size && !st.st_blocks) {
-		if (ftruncate(m->fd, (off_t)o->bytes))
-			goto err_errno;
-		m->created = true;
-		return 0;
-	}
-	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != o->bytes) {
-		snprintf(err, len, "--pool %s is not a pool file of %llu bytes",
-			 o->pool_path, (unsigned long long)o->bytes);
-		return -EINVAL;
-	}
-	return 0;
+	return open_pool(o, m, err, len);
 err_errno:
 	e = errno;
 	snprintf(err, len, "cannot create guest memory%s%s: %s",
@@ -436,7 +683,7 @@ int zero_mem_create(const struct zero_mem_opts *o, struct zero_mem **out,
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	m->fd = -1;
+	m->fd = m->dirfd = -1;
 	m->guest = m->alias = MAP_FAILED;
 	m->bytes = o->bytes;
 	m->page_bytes = o->page_bytes;
@@ -445,7 +692,14 @@ int zero_mem_create(const struct zero_mem_opts *o, struct zero_mem **out,
 	ret = open_backing(o, m, err, len);
 	if (ret)
 		goto fail;
-	if (m->pool && !m->created) {
+	/* The file as locked, before this launch's own mmap() moves its
+	 * atime: what a state record is checked against. */
+	if (fstat(m->fd, &m->st_open)) {
+		ret = -errno;
+		snprintf(err, len, "%s: %s", m->path, strerror(-ret));
+		goto fail;
+	}
+	if (m->pool && !m->created && !m->sized) {
 		struct stat st;
 
 		/*
@@ -476,6 +730,19 @@ int zero_mem_create(const struct zero_mem_opts *o, struct zero_mem **out,
 			m->fd, 0);
 	if (m->alias == MAP_FAILED)
 		goto fail_map;
+	/*
+	 * A child of fork(2) would share the pages with none of zvmm's
+	 * faults: its first touch of a hole allocates a page the table
+	 * calls FRESH, its writes reach a guest's page unseen. It gets no
+	 * mapping at all (as QEMU does for guest RAM).
+	 */
+	if (madvise(m->guest, m->bytes, MADV_DONTFORK) ||
+	    madvise(m->alias, m->bytes, MADV_DONTFORK)) {
+		ret = -errno;
+		snprintf(err, len, "madvise(MADV_DONTFORK): %s",
+			 strerror(-ret));
+		goto fail;
+	}
 	ret = zero_pages_create(m->nr_pages, initial, &m->pages);
 	if (ret) {
 		snprintf(err, len, "cannot allocate the page state table");
@@ -490,14 +757,26 @@ fail_map:
 		"cannot map %llu bytes of hugetlb memory: %s (are enough hugepages free?)",
 		(unsigned long long)m->bytes, strerror(errno));
 fail:
-	/* Nothing left behind: a file this call made, or sized, undone. */
-	if (m->created && !m->caller_fd)
-		unlink(m->path);
-	if (m->created && m->caller_fd && ftruncate(m->fd, 0)) {
-		/* the caller's file keeps its size: no pages are in it */
-	}
+	zero_mem_undo(m);
 	zero_mem_destroy(m);
 	return ret;
+}
+
+void zero_mem_undo(struct zero_mem *m)
+{
+	struct stat st, here;
+
+	/* Only the file this launch created, and only if it is still the
+	 * one under that name in the directory it was checked in. */
+	if (m->created && m->dirfd >= 0 && m->fd >= 0 && !fstat(m->fd, &st) &&
+	    !fstatat(m->dirfd, m->name, &here, AT_SYMLINK_NOFOLLOW) &&
+	    st.st_dev == here.st_dev && st.st_ino == here.st_ino)
+		unlinkat(m->dirfd, m->name, 0);
+	/* A file that was empty is emptied again, never removed. */
+	if (m->sized && m->fd >= 0 && ftruncate(m->fd, 0)) {
+		/* it keeps its size: no page is in it */
+	}
+	m->created = m->sized = false;
 }
 
 void zero_mem_destroy(struct zero_mem *m)
@@ -510,6 +789,8 @@ void zero_mem_destroy(struct zero_mem *m)
 		munmap(m->guest, m->bytes);
 	if (m->fd >= 0)
 		close(m->fd);
+	if (m->dirfd >= 0)
+		close(m->dirfd);
 	zero_pages_destroy(m->pages);
 	free(m);
 }
@@ -523,9 +804,43 @@ uint64_t zero_mem_allocated_pages(const struct zero_mem *m)
 	return held_pages(&st, m->page_bytes);
 }
 
-int zero_mem_guest_exited(struct zero_mem *m)
+int zero_mem_punch_fresh(struct zero_mem *m, uint64_t *found)
 {
-	uint64_t held = 0, fresh = 0;
+	uint64_t before, after, i = 0, n;
+
+	*found = 0;
+	if (!m->pool)
+		return 0;
+	before = zero_mem_allocated_pages(m);
+	while (i < m->nr_pages) {
+		if (zero_page_get(m->pages, i) != ZP_FRESH) {
+			i++;
+			continue;
+		}
+		for (n = 1; i + n < m->nr_pages &&
+			    zero_page_get(m->pages, i + n) == ZP_FRESH;
+		     n++)
+			;
+		/*
+		 * Over a hole this is a walk of an empty page cache range;
+		 * over a page someone allocated it frees the page and its
+		 * data. (It also drops the range's reservation: a later
+		 * populate may then find the pool empty, and fails cleanly.)
+		 */
+		if (fallocate(m->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)(i * m->page_bytes),
+			      (off_t)(n * m->page_bytes)))
+			return -errno;
+		i += n;
+	}
+	after = zero_mem_allocated_pages(m);
+	*found = before != UINT64_MAX && before > after ? before - after : 0;
+	return 0;
+}
+
+int zero_mem_guest_exited(struct zero_mem *m, uint64_t *foreign)
+{
+	uint64_t held = 0, fresh = 0, found = 0;
 	int ret;
 
 	for (uint64_t i = 0; i < m->nr_pages; i++) {
@@ -539,12 +854,27 @@ int zero_mem_guest_exited(struct zero_mem *m)
 		fresh += s == ZP_FRESH;
 		held += s != ZP_FRESH;
 	}
+	if (foreign)
+		*foreign = 0;
 	/*
-	 * Every page the table does not call FRESH is in the file or was
-	 * never allocated (DIRTY from a partly held pool). If the file holds
-	 * more than that, a FRESH page was allocated behind zvmm's back (a
-	 * writer other than the guest, whose every first touch faulted to
-	 * zvmm): which one is unknown, so none of them is trusted.
+	 * A named pool outlives the launch: a FRESH page that another
+	 * process allocated (and wrote) behind zvmm's back must not be
+	 * "populated" for the next tenant, which would keep its data. The
+	 * file's total cannot say which page (one punched out and another
+	 * filled leave it unchanged) and hugetlbfs has no SEEK_DATA, so
+	 * every FRESH page is made a hole again.
+	 */
+	if (fresh && m->pool) {
+		ret = zero_mem_punch_fresh(m, &found);
+		if (foreign)
+			*foreign = found;
+		return ret;
+	}
+	/*
+	 * An anonymous memfd dies with zvmm, but the table stays honest: if
+	 * the file holds more than the pages the table does not call FRESH,
+	 * a FRESH page was allocated behind zvmm's back, and none is
+	 * trusted.
 	 */
 	if (fresh && zero_mem_allocated_pages(m) > held)
 		for (uint64_t i = 0; i < m->nr_pages; i++)

@@ -16,6 +16,7 @@
 static const char *const mode_names[] = { "prezero", "demand", "hybrid" };
 static const char *const fresh_names[] = { "trust", "scrub" };
 static const char *const exit_names[] = { "release", "keep", "scrub" };
+static const char *const record_names[] = { "trust", "verify", "never" };
 static const char *const numa_names[] = { "local", "interleave", "bind" };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
@@ -252,9 +253,16 @@ static int set_key(struct zero_policy *p, const char *section, const char *key,
 				p->on_exit = (enum zero_on_exit)i;
 			return ret;
 		}
+		if (!strcmp(key, "record")) {
+			ret = pick(record_names, N(record_names), v, &i, err,
+				   len);
+			if (!ret)
+				p->record = (enum zero_record_use)i;
+			return ret;
+		}
 		snprintf(
 			err, len,
-			"unknown key '%s' in [pool]: expected fresh or on_exit",
+			"unknown key '%s' in [pool]: expected fresh, on_exit or record",
 			key);
 		return -EINVAL;
 	}
@@ -403,8 +411,9 @@ void zero_policy_print(const struct zero_policy *p, FILE *f)
 	fprintf(f, "rate_limit = %s\n",
 		p->rate_limit ? size_label(p->rate_limit, sz, sizeof(sz)) :
 				"0");
-	fprintf(f, "[pool]\nfresh = %s\non_exit = %s\n", fresh_names[p->fresh],
-		exit_names[p->on_exit]);
+	fprintf(f, "[pool]\nfresh = %s\non_exit = %s\nrecord = %s\n",
+		fresh_names[p->fresh], exit_names[p->on_exit],
+		record_names[p->record]);
 	fprintf(f, "[numa]\npolicy = %s\nnodes = ", numa_names[p->numa]);
 	if (!p->nodes) {
 		fprintf(f, "all\n");

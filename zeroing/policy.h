@@ -15,6 +15,12 @@
 enum zero_mode { ZERO_MODE_PREZERO, ZERO_MODE_DEMAND, ZERO_MODE_HYBRID };
 enum zero_fresh { ZERO_FRESH_TRUST, ZERO_FRESH_SCRUB };
 enum zero_on_exit { ZERO_EXIT_RELEASE, ZERO_EXIT_KEEP, ZERO_EXIT_SCRUB };
+/*
+ * What a pool's state record may do: trust it (with random samples of
+ * every page), verify every byte before trusting it, or never let it
+ * skip the scrub (docs/DESIGN.md 3, "Threat model").
+ */
+enum zero_record_use { ZERO_RECORD_TRUST, ZERO_RECORD_VERIFY, ZERO_RECORD_NEVER };
 enum zero_numa { ZERO_NUMA_LOCAL, ZERO_NUMA_INTERLEAVE, ZERO_NUMA_BIND };
 
 #define ZERO_MAX_NODES 64
@@ -30,6 +36,7 @@ struct zero_policy {
 	uint64_t rate_limit; /* background bytes per second, 0 = unlimited */
 	enum zero_fresh fresh;
 	enum zero_on_exit on_exit;
+	enum zero_record_use record;
 	enum zero_numa numa;
 	uint64_t nodes; /* bit per node; 0 = all */
 };

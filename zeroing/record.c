@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -13,53 +14,98 @@
 
 #include "../lib/file.h"
 #include "../lib/inibuf.h"
+#include "../lib/log.h"
+#include "../lib/safefile.h"
 #include "record.h"
 
-#define RECORD_VERSION 2
-/* A record is about 330 bytes; anything much bigger is not one. */
+#define RECORD_VERSION 3
+/* A record is about 450 bytes; anything much bigger is not one. */
 #define RECORD_MAX_BYTES 65536
 
 static int state_dir(char *buf, size_t len)
 {
-	const char *d = getenv("ZVMM_STATE_DIR"), *x, *home;
+	const char *d = safe_getenv("ZVMM_STATE_DIR"), *x, *home;
+	int n;
 
-	if (d && *d)
-		return snprintf(buf, len, "%s", d) < (int)len ? 0 :
-								-ENAMETOOLONG;
-	if (geteuid() == 0)
-		return snprintf(buf, len, "/var/lib/zvmm") < (int)len ?
-			       0 :
-			       -ENAMETOOLONG;
-	x = getenv("XDG_STATE_HOME");
-	if (x && *x)
-		return snprintf(buf, len, "%s/zvmm", x) < (int)len ?
-			       0 :
-			       -ENAMETOOLONG;
-	home = getenv("HOME");
-	if (!home || !*home)
+	if (d)
+		n = snprintf(buf, len, "%s", d);
+	else if (geteuid() == 0)
+		n = snprintf(buf, len, "/var/lib/zvmm");
+	else if ((x = safe_getenv("XDG_STATE_HOME")))
+		n = snprintf(buf, len, "%s/zvmm", x);
+	else if ((home = safe_getenv("HOME")))
+		n = snprintf(buf, len, "%s/.local/state/zvmm", home);
+	else
 		return -ENOENT;
-	return snprintf(buf, len, "%s/.local/state/zvmm", home) < (int)len ?
-		       0 :
-		       -ENAMETOOLONG;
+	return n < (int)len ? 0 : -ENAMETOOLONG;
 }
 
-static int identity_of(const struct zero_mem *m, struct zero_record *id)
+/*
+ * The state directory, checked: -EPERM when it is outside the trust
+ * boundary, said once per process, since then no record is read or
+ * written there and every pool is scrubbed.
+ */
+static int open_state_dir(bool create, char *dir, size_t dir_len)
 {
-	struct stat st;
+	static int warned;
+	char why[PATH_MAX + 160];
+	int fd, ret;
 
-	if (fstat(m->fd, &st))
-		return -errno;
-	*id = (struct zero_record){
+	ret = state_dir(dir, dir_len);
+	if (ret)
+		return ret;
+	fd = safe_dir_open(dir, create, why, sizeof(why));
+	if (fd == -EPERM &&
+	    !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		pr_warn("state directory %s; no pool state record is read or written there, so pools are scrubbed at every launch",
+			why);
+	return fd;
+}
+
+/* The boot's id: inode numbers repeat after a reboot or a remount. */
+static void boot_id(uint64_t *hi, uint64_t *lo)
+{
+	char text[64], hex[33];
+	unsigned int n = 0;
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+
+	*hi = *lo = 0;
+	if (!f)
+		return;
+	if (fgets(text, sizeof(text), f))
+		for (const char *p = text; *p && n < 32; p++)
+			if (isxdigit((unsigned char)*p))
+				hex[n++] = *p;
+	fclose(f);
+	if (n != 32)
+		return;
+	hex[32] = '\0';
+	*lo = strtoull(hex + 16, NULL, 16);
+	hex[16] = '\0';
+	*hi = strtoull(hex, NULL, 16);
+}
+
+static uint64_t ns(const struct timespec *t)
+{
+	return (uint64_t)t->tv_sec * 1000000000ull + (uint64_t)t->tv_nsec;
+}
+
+int zero_record_identity(const struct zero_mem *m, const struct stat *st,
+			 struct zero_record *r)
+{
+	*r = (struct zero_record){
 		.version = RECORD_VERSION,
-		.device = (uint64_t)st.st_dev,
-		.inode = (uint64_t)st.st_ino,
-		.size = (uint64_t)st.st_size,
+		.device = (uint64_t)st->st_dev,
+		.inode = (uint64_t)st->st_ino,
+		.size = (uint64_t)st->st_size,
 		.page_size = m->page_bytes,
 		.pages = m->nr_pages,
-		.mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
-			    (uint64_t)st.st_mtim.tv_nsec,
+		.mtime_ns = ns(&st->st_mtim),
+		.ctime_ns = ns(&st->st_ctim),
+		.atime_ns = ns(&st->st_atim),
 	};
-	return 0;
+	boot_id(&r->boot_hi, &r->boot_lo);
+	return r->boot_hi || r->boot_lo ? 0 : -ENOENT;
 }
 
 int zero_record_stamp(const struct zero_mem *m)
@@ -83,8 +129,11 @@ int zero_record_stamp(const struct zero_mem *m)
 	return futimens(m->fd, t) ? -errno : 0;
 }
 
-/* FNV-1a over the fields: an edit or a cut shows, a forgery is not the
- * threat (the record directory is root's). */
+/*
+ * FNV-1a over the fields: an edit or a cut shows. It is no signature:
+ * what keeps a forged record out is the state directory, which only the
+ * euid and root may write (safe_dir_open()).
+ */
 static uint64_t checksum(const struct zero_record *id)
 {
 	const uint64_t *f = &id->version;
@@ -98,19 +147,10 @@ static uint64_t checksum(const struct zero_record *id)
 	return h;
 }
 
-int zero_record_path(const struct zero_mem *m, char *buf, size_t len)
+static int record_name(const struct stat *st, char *buf, size_t len)
 {
-	struct zero_record id = { 0 };
-	char dir[PATH_MAX];
-	int ret;
-
-	ret = state_dir(dir, sizeof(dir));
-	if (!ret)
-		ret = identity_of(m, &id);
-	if (ret)
-		return ret;
-	return snprintf(buf, len, "%s/pool-%" PRIu64 "-%" PRIu64 ".state", dir,
-			id.device, id.inode) < (int)len ?
+	return snprintf(buf, len, "pool-%" PRIu64 "-%" PRIu64 ".state",
+			(uint64_t)st->st_dev, (uint64_t)st->st_ino) < (int)len ?
 		       0 :
 		       -ENAMETOOLONG;
 }
@@ -125,38 +165,82 @@ int zero_record_format(const struct zero_record *r, char *buf, size_t len)
 		"[pool]\nversion = %" PRIu64 "\ndevice = %" PRIu64
 		"\ninode = %" PRIu64 "\nsize = %" PRIu64
 		"\npage_size = %" PRIu64 "\npages = %" PRIu64
-		"\nmtime_ns = %" PRIu64 "\nstate = zero\nchecksum = %016" PRIx64
-		"\n",
+		"\nmtime_ns = %" PRIu64 "\nctime_ns = %" PRIu64
+		"\natime_ns = %" PRIu64 "\nboot_id = %016" PRIx64 "%016" PRIx64
+		"\nstate = zero\nchecksum = %016" PRIx64 "\n",
 		r->version, r->device, r->inode, r->size, r->page_size,
-		r->pages, r->mtime_ns, checksum(r));
+		r->pages, r->mtime_ns, r->ctime_ns, r->atime_ns, r->boot_hi,
+		r->boot_lo, checksum(r));
+}
+
+/*
+ * Records written before this boot describe files that may be gone, and
+ * whose inode numbers another file may have now: removed, as is a file
+ * there that is no record at all but has a record's name.
+ */
+static void remove_stale(int dirfd, const struct zero_record *now)
+{
+	struct dirent *de;
+	struct zero_record r;
+	char *text;
+	size_t len;
+	DIR *d;
+	int fd;
+
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+
+		if (strncmp(de->d_name, "pool-", 5) || n < 6 ||
+		    strcmp(de->d_name + n - 6, ".state"))
+			continue;
+		if (safe_read_at(dirfd, de->d_name, RECORD_MAX_BYTES, &text,
+				 &len))
+			continue;
+		if (zero_record_parse(text, len, &r) ||
+		    r.boot_hi != now->boot_hi || r.boot_lo != now->boot_lo)
+			unlinkat(dirfd, de->d_name, 0);
+		free(text);
+	}
+	closedir(d);
 }
 
 int zero_record_write(const struct zero_mem *m)
 {
-	char path[PATH_MAX], tmp[PATH_MAX + 16], text[ZERO_RECORD_TEXT_MAX];
+	char dir[PATH_MAX], name[64], text[ZERO_RECORD_TEXT_MAX];
 	struct zero_record id;
-	FILE *f;
-	int ret;
+	struct stat st;
+	int dfd, ret;
 
 	for (uint64_t i = 0; i < m->nr_pages; i++)
 		if (zero_page_get(m->pages, i) != ZP_ZERO)
 			return -EINVAL;
-	ret = zero_record_path(m, path, sizeof(path));
+	dfd = open_state_dir(true, dir, sizeof(dir));
+	if (dfd < 0)
+		return dfd;
+	ret = zero_record_stamp(m);
+	if (!ret && fstat(m->fd, &st))
+		ret = -errno;
 	if (!ret)
-		ret = zero_record_stamp(m);
+		ret = zero_record_identity(m, &st, &id);
 	if (!ret)
-		ret = identity_of(m, &id);
-	if (!ret)
-		ret = file_mkdir_parents(path, 0700);
-	if (ret)
-		return ret;
-	if (zero_record_format(&id, text, sizeof(text)) >= (int)sizeof(text))
-		return -EOVERFLOW;
-	f = file_replace_open(path, tmp, sizeof(tmp));
-	if (!f)
-		return -errno;
-	fputs(text, f);
-	return file_replace_commit(f, tmp, path);
+		ret = record_name(&st, name, sizeof(name));
+	if (!ret && zero_record_format(&id, text, sizeof(text)) >=
+			    (int)sizeof(text))
+		ret = -EOVERFLOW;
+	if (!ret) {
+		remove_stale(dfd, &id);
+		ret = safe_write_at(dfd, name, text, strlen(text));
+	}
+	close(dfd);
+	return ret;
 }
 
 struct parsed {
@@ -182,12 +266,34 @@ static bool parse_u64(const char *s, int base, uint64_t *out)
 	return !errno && *end == '\0';
 }
 
+/* 32 hex digits, as the kernel's boot id without its dashes. */
+static bool parse_boot(const char *s, uint64_t *hi, uint64_t *lo)
+{
+	char h[17];
+
+	if (strlen(s) != 32)
+		return false;
+	for (int i = 0; i < 32; i++)
+		if (!isxdigit((unsigned char)s[i]))
+			return false;
+	memcpy(h, s, 16);
+	h[16] = '\0';
+	return parse_u64(h, 16, hi) && parse_u64(s + 16, 16, lo);
+}
+
+#define NR_NUM_KEYS 9
+#define KEY_BOOT NR_NUM_KEYS
+#define KEY_STATE (NR_NUM_KEYS + 1)
+#define KEY_SUM (NR_NUM_KEYS + 2)
+#define ALL_KEYS ((1u << (NR_NUM_KEYS + 3)) - 1)
+
 static int on_key(void *user, const char *section, const char *name,
 		  const char *value)
 {
-	static const char *const keys[] = { "version", "device",    "inode",
-					    "size",    "page_size", "pages",
-					    "mtime_ns" };
+	static const char *const keys[NR_NUM_KEYS] = {
+		"version",  "device",	"inode",    "size",    "page_size",
+		"pages",    "mtime_ns", "ctime_ns", "atime_ns",
+	};
 	struct parsed *p = user;
 	uint64_t *f = &p->id.version;
 
@@ -195,14 +301,18 @@ static int on_key(void *user, const char *section, const char *name,
 		return 0;
 	if (!strcmp(name, "state")) {
 		p->zero = !strcmp(value, "zero");
-		p->seen |= 1u << 7;
+		p->seen |= 1u << KEY_STATE;
 		return 1;
 	}
 	if (!strcmp(name, "checksum")) {
-		p->seen |= 1u << 8;
+		p->seen |= 1u << KEY_SUM;
 		return parse_u64(value, 16, &p->sum);
 	}
-	for (unsigned int i = 0; i < 7; i++)
+	if (!strcmp(name, "boot_id")) {
+		p->seen |= 1u << KEY_BOOT;
+		return parse_boot(value, &p->id.boot_hi, &p->id.boot_lo);
+	}
+	for (unsigned int i = 0; i < NR_NUM_KEYS; i++)
 		if (!strcmp(name, keys[i])) {
 			p->seen |= 1u << i;
 			return parse_u64(value, 10, &f[i]);
@@ -217,7 +327,7 @@ int zero_record_parse(const char *text, size_t len, struct zero_record *r)
 	int line;
 
 	line = inibuf_parse(text, len, on_key, &p, &too_long);
-	if (line || p.seen != 0x1ff || !p.zero)
+	if (line || p.seen != ALL_KEYS || !p.zero)
 		return -EINVAL;
 	if (p.sum != checksum(&p.id))
 		return -EBADMSG;
@@ -225,56 +335,88 @@ int zero_record_parse(const char *text, size_t len, struct zero_record *r)
 	return 0;
 }
 
-int zero_record_take(const struct zero_mem *m, bool *clean, char *why,
-		     size_t len)
+int zero_record_take(const struct zero_mem *m, const struct stat *st,
+		     bool *clean, char *why, size_t len)
 {
+	char dir[PATH_MAX], name[64], dummy[8], *text;
 	struct zero_record id, rec;
-	char path[PATH_MAX], dummy[8], *text;
 	size_t text_len;
-	int fd, ret;
+	int dfd, ret;
 
 	*clean = false;
 	if (!why) {
 		why = dummy;
 		len = sizeof(dummy);
 	}
-	ret = zero_record_path(m, path, sizeof(path));
+	ret = record_name(st, name, sizeof(name));
 	if (!ret)
-		ret = identity_of(m, &id);
+		ret = zero_record_identity(m, st, &id);
 	if (ret)
 		return ret;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
+	dfd = open_state_dir(false, dir, sizeof(dir));
+	if (dfd == -ENOENT) {
 		snprintf(why, len, "no state record");
 		return 0;
 	}
-	ret = file_read_fd(fd, RECORD_MAX_BYTES, &text, &text_len);
-	close(fd);
-	/* Consumed whatever it says. */
-	if (unlink(path) && errno != ENOENT) {
+	if (dfd == -EPERM) {
+		snprintf(why, len, "the state directory is not trusted");
+		return 0;
+	}
+	if (dfd < 0)
+		return dfd;
+	ret = safe_read_at(dfd, name, RECORD_MAX_BYTES, &text, &text_len);
+	/* Consumed whatever it says, a symbolic link included. */
+	if (ret != -ENOENT && unlinkat(dfd, name, 0) && errno != ENOENT) {
 		int e = errno;
 
 		if (!ret)
 			free(text);
+		close(dfd);
 		return -e;
 	}
+	close(dfd);
+	if (ret == -ENOENT) {
+		snprintf(why, len, "no state record");
+		return 0;
+	}
+	if (ret == -EPERM) {
+		snprintf(
+			why, len,
+			"state record %s/%s is a symbolic link, not a regular file, or owned or writable by another user",
+			dir, name);
+		return 0;
+	}
 	if (ret) {
-		snprintf(why, len, "state record %s cannot be read: %s", path,
-			 strerror(-ret));
+		snprintf(why, len, "state record %s/%s cannot be read: %s",
+			 dir, name, strerror(-ret));
 		return 0;
 	}
 	ret = zero_record_parse(text, text_len, &rec);
 	free(text);
 	if (ret == -EBADMSG)
-		snprintf(why, len, "state record %s fails its checksum", path);
+		snprintf(why, len, "state record %s/%s fails its checksum", dir,
+			 name);
 	else if (ret)
-		snprintf(why, len, "state record %s is malformed or incomplete",
-			 path);
+		snprintf(why, len,
+			 "state record %s/%s is malformed or incomplete", dir,
+			 name);
+	else if (rec.boot_hi != id.boot_hi || rec.boot_lo != id.boot_lo)
+		snprintf(why, len,
+			 "state record %s/%s was written before the last boot",
+			 dir, name);
+	else if (rec.mtime_ns != id.mtime_ns || rec.ctime_ns != id.ctime_ns)
+		snprintf(
+			why, len,
+			"the pool file was changed (its mtime or ctime moved) since its state record was written");
+	else if (rec.atime_ns != id.atime_ns)
+		snprintf(
+			why, len,
+			"the pool file was mapped or read by another process (its atime moved) since its state record was written");
 	else if (memcmp(&rec, &id, sizeof(id)))
 		snprintf(
 			why, len,
-			"state record %s describes another file, size or page size",
-			path);
+			"state record %s/%s describes another file, size or page size",
+			dir, name);
 	else
 		*clean = true;
 	return 0;

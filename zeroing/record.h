@@ -5,27 +5,36 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "memory.h"
 
 /*
  * The warm-pool state record: proof that every page of a pool file is
  * zero, written only after the scrub it describes has finished
- * (on_exit = scrub). It names the file's identity (device, inode, size,
- * page size) and carries a checksum; it lives outside the pool (hugetlbfs
- * files cannot be written with write(2)) in $ZVMM_STATE_DIR, else
- * /var/lib/zvmm for root, else $XDG_STATE_HOME/zvmm or
- * ~/.local/state/zvmm, named after the file's device and inode.
+ * (on_exit = scrub) and no other process held the file. It names the
+ * file's identity (boot, device, inode, size, page size) and the times
+ * the file had when zvmm left it: mtime (which zvmm stamps), ctime
+ * (which nobody can set back: utimensat(2) itself moves it) and atime
+ * (which another process's mmap(2) or read(2) of the file moves, where
+ * the mount keeps access times). It lives outside the pool (hugetlbfs
+ * files cannot be written with write(2)) in the state directory:
+ * $ZVMM_STATE_DIR, else /var/lib/zvmm for root, else $XDG_STATE_HOME/zvmm
+ * or ~/.local/state/zvmm (environment read with secure_getenv()), named
+ * after the file's device and inode. A directory outside the trust
+ * boundary (not owned by the euid or root, or writable by group or
+ * others) is never read or written: docs/DESIGN.md 3, "Threat model".
  */
 
 /* What a record vouches for: the identity of one pool file. */
 struct zero_record {
 	uint64_t version, device, inode, size, page_size, pages;
-	uint64_t mtime_ns; /* the stamp zero_record_stamp() left */
+	uint64_t mtime_ns, ctime_ns, atime_ns; /* the file's, after the stamp */
+	uint64_t boot_hi, boot_lo; /* /proc/sys/kernel/random/boot_id */
 };
 
 /* Room for any record's text. */
-#define ZERO_RECORD_TEXT_MAX 512
+#define ZERO_RECORD_TEXT_MAX 640
 
 /*
  * Writes the text of a record for @r, checksum included, into @buf.
@@ -43,13 +52,21 @@ int zero_record_format(const struct zero_record *r, char *buf, size_t len);
 int zero_record_parse(const char *text, size_t len, struct zero_record *r)
 	__attribute__((warn_unused_result));
 
-/* The record's path for pool memory @m. */
-int zero_record_path(const struct zero_mem *m, char *buf, size_t len)
+/*
+ * The identity a record of pool @m would hold, from the file's status
+ * @st (taken with fstat(2) on m->fd).
+ */
+int zero_record_identity(const struct zero_mem *m, const struct stat *st,
+			 struct zero_record *r)
 	__attribute__((warn_unused_result));
 
 /*
- * Writes the record for @m, whose pages must all be ZERO: to a temporary
- * file, fsync, then rename. Returns 0 or a negative errno.
+ * Writes the record for @m, whose pages must all be ZERO: stamps the
+ * file, then writes the record in the state directory (a temporary file
+ * of a random name, fsync, rename, fsync of the directory), removing
+ * records there that were written before the last boot. Returns 0,
+ * -EPERM when the state directory is outside the trust boundary (said
+ * once per process; no record), or another negative errno.
  */
 int zero_record_write(const struct zero_mem *m)
 	__attribute__((warn_unused_result));
@@ -68,12 +85,15 @@ int zero_record_stamp(const struct zero_mem *m)
 /*
  * Reads and removes the record of @m: a launch consumes it, so a crash
  * later can never leave a record claiming clean. *clean is true only when
- * it exists, parses, matches the file's identity and its checksum holds.
- * (zero_guest_open() checks the file's allocation against it too.)
- * @why (may be NULL) says why a record was refused. Returns 0 or a
- * negative errno for I/O trouble other than a missing record.
+ * it exists in a trusted state directory, is a regular file of the euid
+ * or root that no one else may write, parses, its checksum holds and it
+ * matches @st: the file's status when this launch opened it, before it
+ * mapped the file (zero_mem_create() keeps it in m->st_open). @why (may
+ * be NULL) says why a record was refused. Returns 0 or a negative errno
+ * for I/O trouble other than a missing or untrusted record.
  */
-int zero_record_take(const struct zero_mem *m, bool *clean, char *why,
-		     size_t why_len) __attribute__((warn_unused_result));
+int zero_record_take(const struct zero_mem *m, const struct stat *st,
+		     bool *clean, char *why, size_t why_len)
+	__attribute__((warn_unused_result));
 
 #endif

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "file.h"
+#include "safefile.h"
+
+bool safe_owner_ok(const struct stat *st, bool dir)
+{
+	uid_t me = geteuid();
+
+	if (st->st_uid != me && st->st_uid != 0)
+		return false;
+	if (!(st->st_mode & (S_IWGRP | S_IWOTH)))
+		return true;
+	return dir && (st->st_mode & S_ISVTX);
+}
+
+static void say_why(const char *path, const struct stat *st, bool dir,
+		    char *why, size_t len)
+{
+	if (!S_ISDIR(st->st_mode) && dir)
+		snprintf(why, len, "%s is not a directory", path);
+	else if (st->st_uid != geteuid() && st->st_uid != 0)
+		snprintf(
+			why, len,
+			"%s is owned by uid %u, not by this user (uid %u) or root: chown %u %s, or use a directory of your own",
+			path, (unsigned int)st->st_uid,
+			(unsigned int)geteuid(), (unsigned int)geteuid(),
+			path);
+	else
+		snprintf(
+			why, len,
+			"%s is writable by group or others (mode %04o): chmod go-w %s",
+			path, (unsigned int)(st->st_mode & 07777), path);
+}
+
+int safe_dir_open(const char *path, bool create, char *why, size_t len)
+{
+	char sub[PATH_MAX];
+	struct stat st;
+	int fd, n;
+
+	if (create) {
+		n = snprintf(sub, sizeof(sub), "%s/", path);
+		if (n >= (int)sizeof(sub))
+			return -ENAMETOOLONG;
+		n = file_mkdir_parents(sub, 0700);
+		if (n)
+			return n;
+	}
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		n = -errno;
+		if (n == -ELOOP || n == -ENOTDIR)
+			snprintf(
+				why, len,
+				"%s is a symbolic link or not a directory: give a real directory",
+				path);
+		return n == -ELOOP ? -EPERM : n;
+	}
+	if (fstat(fd, &st)) {
+		n = -errno;
+		close(fd);
+		return n;
+	}
+	/* zvmm's own: sticky is not enough, no one else writes here. */
+	if (!safe_owner_ok(&st, false)) {
+		say_why(path, &st, true, why, len);
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+int safe_write_at(int dirfd, const char *name, const void *buf, size_t len)
+{
+	char tmp[NAME_MAX + 1];
+	const char *p = buf;
+	uint64_t r;
+	int fd, ret = 0;
+
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		return -errno;
+	if (snprintf(tmp, sizeof(tmp), ".%.200s.%016" PRIx64 ".tmp", name,
+		     r) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = openat(dirfd, tmp,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		    0600);
+	if (fd < 0)
+		return -errno;
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -EIO;
+			break;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	if (!ret && fsync(fd))
+		ret = -errno;
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (!ret && renameat(dirfd, tmp, dirfd, name))
+		ret = -errno;
+	if (ret) {
+		unlinkat(dirfd, tmp, 0);
+		return ret;
+	}
+	/* The rename itself is durable only once the directory is. */
+	return fsync(dirfd) ? -errno : 0;
+}
+
+int safe_read_at(int dirfd, const char *name, size_t max, char **buf,
+		 size_t *len)
+{
+	struct stat st;
+	int fd, ret;
+
+	fd = openat(dirfd, name,
+		    O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ELOOP ? -EPERM : -errno;
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	if (!S_ISREG(st.st_mode) || !safe_owner_ok(&st, false)) {
+		close(fd);
+		return -EPERM;
+	}
+	ret = file_read_fd(fd, max, buf, len);
+	close(fd);
+	return ret;
+}
+
+const char *safe_getenv(const char *name)
+{
+	const char *v = secure_getenv(name);
+
+	return v && *v ? v : NULL;
+}

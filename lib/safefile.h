@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZVMM_LIB_SAFEFILE_H
+#define ZVMM_LIB_SAFEFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+/*
+ * Files inside zvmm's trust boundary (docs/DESIGN.md 3, "Threat
+ * model"): only the effective uid that runs zvmm, and root, may write a
+ * pool, a state record or a profile. Everything here works on a
+ * directory fd checked once, so a path component swapped after the
+ * check changes nothing, and never follows a symbolic link to the file.
+ */
+
+/*
+ * Whether @st is owned by the euid or root and writable by nobody else.
+ * @dir: a directory writable by others is still trusted when it is
+ * sticky and owned by the euid or root (others cannot remove or rename
+ * what is not theirs).
+ */
+bool safe_owner_ok(const struct stat *st, bool dir);
+
+/*
+ * Opens directory @path (O_DIRECTORY | O_NOFOLLOW), first creating it
+ * and its missing parents with mode 0700 when @create. Returns the fd,
+ * or a negative errno: -EPERM when it exists but fails safe_owner_ok()
+ * (not sticky-tolerant: a state directory is zvmm's alone), with @why
+ * saying what is wrong and the command that fixes it.
+ */
+int safe_dir_open(const char *path, bool create, char *why, size_t why_len)
+	__attribute__((warn_unused_result));
+
+/*
+ * Replaces @name in @dirfd with @len bytes of @buf, atomically: a new
+ * file of a random name (O_CREAT | O_EXCL | O_NOFOLLOW, mode 0600),
+ * written and synced, renamed over @name, then the directory synced.
+ * Returns 0 or a negative errno; on failure the temporary file is gone.
+ */
+int safe_write_at(int dirfd, const char *name, const void *buf, size_t len)
+	__attribute__((warn_unused_result));
+
+/*
+ * Reads @name in @dirfd without following a symbolic link: a regular
+ * file that passes safe_owner_ok(), at most @max bytes, into a malloc'd
+ * NUL-terminated buffer. Returns 0, -ENOENT, -EPERM for a file outside
+ * the boundary (a symbolic link, another owner, group/other writable,
+ * not a regular file), -EFBIG, or another negative errno.
+ */
+int safe_read_at(int dirfd, const char *name, size_t max, char **buf,
+		 size_t *len) __attribute__((warn_unused_result));
+
+/*
+ * secure_getenv(): NULL in a setuid or setcap process, so an embedder
+ * run with privileges never takes a path from its caller's environment.
+ * NULL for an empty value too.
+ */
+const char *safe_getenv(const char *name);
+
+#endif
