@@ -635,6 +635,7 @@ void zvmm_guest_stats(struct zvmm_guest *v, struct zvmm_stats *s)
 	copy(s->on_exit, sizeof(s->on_exit), r.on_exit);
 	s->exit_bytes = r.exit_bytes;
 	s->exit_seconds = r.exit_seconds;
+	s->foreign_pages = r.foreign_pages;
 }
 
 static void add_u64(json_object *o, const char *k, uint64_t v)
@@ -700,6 +701,7 @@ static json_object *stats_json(const struct zvmm_stats *s)
 			       json_object_new_string(s->on_exit));
 	add_u64(pool, "on_exit_bytes", s->exit_bytes);
 	add_f(pool, "on_exit_seconds", s->exit_seconds);
+	add_u64(pool, "foreign_pages", s->foreign_pages);
 	json_object_object_add(o, "pool", pool);
 	return o;
 }

@@ -23,7 +23,7 @@ static unsigned long calls;
 
 static void parse(void)
 {
-	const char *v = getenv("ZVMM_INJECT");
+	const char *v = secure_getenv("ZVMM_INJECT");
 	const char *colon;
 	size_t len;
 

@@ -194,6 +194,7 @@ void vmm_report_json(FILE *f, const struct vmm_run_facts *r)
 	jb_u64(&b, o, "on_exit_bytes", z->exit_bytes);
 	jb_fixed(&b, o, "on_exit_seconds", z->exit_seconds, 6);
 	jb_bool(&b, o, "record_written", z->record_written);
+	jb_u64(&b, o, "foreign_pages", z->foreign_pages);
 
 	/* The guest's own numbers, copied by name from its report. */
 	o = jb_section(&b, root, "guest");

@@ -366,7 +366,10 @@ struct zvmm_stats {
 	char on_exit[16]; /* what on_exit did, "" before zvmm_guest_exit() */
 	uint64_t exit_bytes;
 	double exit_seconds;
-	uint64_t reserved[16]; /* zero; room for fields to come */
+	/* pages another process allocated in the pool behind zvmm's back
+	 * during this launch, found and scrubbed (libzvmm(3), SECURITY) */
+	uint64_t foreign_pages;
+	uint64_t reserved[15]; /* zero; room for fields to come */
 };
 
 /*
