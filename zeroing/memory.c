@@ -244,6 +244,16 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 			return -EINVAL;
 		}
 	} else if (o->pool_path) {
+		struct stat lst;
+
+		/* Said first: the mount a link sits on is beside the point. */
+		if (!lstat(o->pool_path, &lst) && S_ISLNK(lst.st_mode)) {
+			snprintf(
+				err, len,
+				"--pool %s is a symbolic link, and zvmm follows none to a pool: give the file itself (realpath -e %s)",
+				o->pool_path, o->pool_path);
+			return -EPERM;
+		}
 		ret = check_mount(o->pool_path, -1, o->page_bytes, err, len);
 		if (!ret)
 			ret = probe_pool_lock(o->pool_path, err, len);
