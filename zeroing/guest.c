@@ -23,6 +23,7 @@
 #include "guest.h"
 #include "memory.h"
 #include "record.h"
+#include "verify.h"
 
 struct zero_guest {
 	struct zero_guest_layout layout;
@@ -84,47 +85,6 @@ static bool samples_zero(const struct zero_mem *m)
 		}
 	}
 	return true;
-}
-
-/* Whether the @bytes at @p are all zero (@bytes a multiple of 64). */
-static bool all_zero(const char *p, uint64_t bytes)
-{
-	const uint64_t *w = (const void *)p;
-	uint64_t acc = 0;
-
-	for (uint64_t i = 0; i < bytes / 8; i += 8) {
-		acc |= w[i] | w[i + 1] | w[i + 2] | w[i + 3] | w[i + 4] |
-		       w[i + 5] | w[i + 6] | w[i + 7];
-		/* Stop at the first line that is not: no need to go on. */
-		if (acc)
-			return false;
-	}
-	return true;
-}
-
-/*
- * pool.record = verify: every byte of every page is read; a page that is
- * not all zero is DIRTY (scrubbed), the rest ZERO. Returns how many were
- * DIRTY.
- */
-static uint64_t verify_pages(struct zero_mem *m)
-{
-	uint64_t dirty = 0;
-
-	for (uint64_t i = 0; i < m->nr_pages; i++) {
-		bool zero;
-
-		/* Read as a scrub would write: no worker runs yet. */
-		if (zero_page_move(m->pages, i, ZP_DIRTY, ZP_ZEROING)) {
-			dirty++;
-			continue;
-		}
-		zero = all_zero(zero_mem_alias_page(m, i), m->page_bytes);
-		dirty += !zero;
-		(void)!zero_page_move(m->pages, i, ZP_ZEROING,
-				      zero ? ZP_ZERO : ZP_DIRTY);
-	}
-	return dirty;
 }
 
 /*
@@ -189,7 +149,7 @@ static int take_record(struct zero_guest *g, char *err, size_t len)
 			"the pool's state record does not match the file's allocation");
 	}
 	if (clean && g->pol.record == ZERO_RECORD_VERIFY) {
-		dirty = verify_pages(m);
+		dirty = zero_verify_pages(m, 0, NULL);
 		g->record_clean = !dirty;
 		if (dirty && !g->quiet)
 			pr_warn("pool %s: its state record is valid, but %llu of its %llu pages are not zero: written behind zvmm's back; they are treated as dirty",
