@@ -543,6 +543,12 @@ int main(int argc, char **argv)
 	char cmd[256];
 
 	log_to_stderr();
+	/*
+	 * The outside writer's launches warn (no record, pages allocated
+	 * behind zvmm's back) as they should: only with MODEL_TRACE.
+	 */
+	if (!getenv("MODEL_TRACE"))
+		log_level = LOG_ERR;
 	if (geteuid() != 0) {
 		printf("model-life: SKIPPED: needs root (hugetlbfs mount, userfaultfd)\n");
 		return 0;
