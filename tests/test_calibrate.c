@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../lib/file.h"
@@ -127,8 +128,8 @@ Test(calibrate, unreadable_profile, .init = make_path, .fini = drop_path)
 				       &line),
 		     -ENOENT);
 	cr_assert_eq(line, 0);
-	/* A directory opens but does not read: wrong as a whole. */
-	cr_assert_eq(zero_profile_read("/tmp", &p, &line), -EINVAL);
+	/* A directory is no profile file: not trusted at all. */
+	cr_assert_eq(zero_profile_read("/tmp", &p, &line), -EPERM);
 	cr_assert_eq(line, 0);
 	/* A line libinih would split is an error, not two lines. */
 	snprintf(text, sizeof(text), "[profile]\nversion = 2\n; %0900d\n", 0);
@@ -413,4 +414,62 @@ Test(calibrate, profile_naming_a_backend_this_cpu_lacks_is_measured_again,
 	}
 	/* Kept: the next launch reads a profile it can use. */
 	cr_assert_neq(zero_profile_read(path, &p, &line), -ENOEXEC);
+}
+
+/*
+ * Only a regular file of the euid or root that no one else may write is
+ * read (docs/DESIGN.md 3, "Threat model"): not through a symbolic link,
+ * not one others could have edited to name any backend.
+ */
+Test(calibrate, profile_outside_the_boundary_is_not_read, .init = make_path,
+     .fini = drop_path)
+{
+	char link[96];
+	struct zero_profile p, q;
+	int line, ret;
+
+	cr_assert_eq(zero_calibrate(zero_calibrate_chunks, 1, 0, 3, &p), 0);
+	cr_assert_eq(zero_profile_write(&p, path), 0);
+	cr_assert_eq(zero_profile_read(path, &q, &line), 0);
+	snprintf(link, sizeof(link), "%s.link", path);
+	cr_assert_eq(symlink(path, link), 0);
+	cr_assert_eq(zero_profile_read(link, &q, &line), -EPERM);
+	/* Written through the link's name: the link is replaced, its target
+	 * untouched (a random temporary name, then rename). */
+	cr_assert_eq(chmod(path, 0400), 0);
+	cr_assert_eq(zero_profile_write(&p, link), 0);
+	ret = zero_profile_read(link, &q, &line);
+	cr_assert_eq(ret, 0, "%d", ret);
+	unlink(link);
+	cr_assert_eq(chmod(path, 0664), 0);
+	cr_assert_eq(zero_profile_read(path, &q, &line), -EPERM);
+	cr_assert_eq(chmod(path, 0600), 0);
+	cr_assert_eq(chown(path, 65534, 65534), 0);
+	cr_assert_eq(zero_profile_read(path, &q, &line), -EPERM);
+}
+
+/* A cache directory another user owns, or others may write, is neither
+ * read nor written: backend = auto measures at every launch. */
+Test(calibrate, cache_dir_outside_the_boundary_is_not_used)
+{
+	char dir[] = "/tmp/zvmm-test-cache.XXXXXX", file[96];
+	struct zero_profile p, q;
+	int line;
+
+	log_level = LOG_ERR;
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(setenv("ZVMM_CACHE_DIR", dir, 1), 0);
+	snprintf(file, sizeof(file), "%s/calibration.ini", dir);
+	cr_assert_eq(zero_calibrate(zero_calibrate_chunks, 1, 0, 3, &p), 0);
+	cr_assert_eq(zero_profile_write(&p, file), 0);
+	cr_assert_eq(zero_profile_read(file, &q, &line), 0);
+	cr_assert_eq(chmod(dir, 0777), 0);
+	cr_assert_neq(zero_profile_read(file, &q, &line), 0);
+	cr_assert_eq(zero_profile_write(&p, file), -EPERM);
+	cr_assert_eq(chmod(dir, 0700), 0);
+	cr_assert_eq(chown(dir, 65534, 65534), 0);
+	cr_assert_neq(zero_profile_read(file, &q, &line), 0);
+	cr_assert_eq(chown(dir, 0, 0), 0);
+	unlink(file);
+	rmdir(dir);
 }

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "../lib/size.h"
+#include "../zeroing/calibrate.h"
 #include "helpers.h"
 
 static struct test_run r;
@@ -205,10 +206,15 @@ Test(demand, hybrid_top_down_meets_background)
 	fixed = hybrid_top_down(bytes, "memset");
 	measured = hybrid_top_down(bytes, "auto");
 	cr_assert(strstr(r.out, "\"backend_from\": \"measured\""), "%s", r.out);
-	/* The measurement is kept: the next launch reads it. */
-	hybrid_top_down(bytes, "auto");
-	cr_assert(strstr(r.out, "\"backend_from\": \"profile\""), "%s", r.out);
 	snprintf(profile, sizeof(profile), "%s/calibration.ini", cache);
+	/*
+	 * 256 MiB of dirty memory is less than an out-of-cache measurement
+	 * needs on any machine with a cache of 128 MiB or more: measured in
+	 * place, used, and not kept for launches of guest-sized memory.
+	 */
+	if (bytes < zero_auto_bytes())
+		cr_assert_neq(access(profile, F_OK), 0,
+			      "an in-cache measurement was kept");
 	unlink(profile);
 	rmdir(cache);
 	cr_assert_lt(measured, fixed + (16 << 10),

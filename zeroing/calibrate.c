@@ -14,6 +14,7 @@
 #include "../lib/file.h"
 #include "../lib/inibuf.h"
 #include "../lib/log.h"
+#include "../lib/safefile.h"
 #include "../lib/size.h"
 #include "../lib/stats.h"
 #include "../lib/sysfs.h"
@@ -440,6 +441,48 @@ int zero_calibrate(const uint64_t *chunks, unsigned int nr, uint64_t buf_bytes,
 	return ret;
 }
 
+/* The least dirty memory measured in place; at most this much of it. */
+#define SMALL_MIN (16 * SZ_1M)
+#define SMALL_MAX (64 * SZ_1M)
+
+static int calibrate_small(const uint64_t *chunks, unsigned int nr, char *buf,
+			   uint64_t bytes, uint64_t llc, unsigned int reps,
+			   uint32_t only, struct zero_profile *p)
+{
+	const struct zero_backend *b;
+	double t[16];
+	unsigned int i, c, k;
+
+	if (bytes > SMALL_MAX)
+		bytes = SMALL_MAX;
+	memset(p, 0, sizeof(*p));
+	zero_machine_get(&p->id);
+	p->region = bytes;
+	p->llc = llc;
+	p->reps = reps;
+	p->nr = nr;
+	for (c = 0; c < nr; c++) {
+		struct zero_profile_entry *e = &p->e[c];
+
+		e->chunk = chunks[c];
+		e->best = -1;
+		for_each_backend(i, b) {
+			if (i >= ZERO_PROFILE_MAX_BACKENDS ||
+			    !zero_backend_runs_here(b) ||
+			    (only && !(only & (1u << i))))
+				continue;
+			for (k = 0; k < reps; k++)
+				t[k] = zero_time_pass(b, buf, bytes, chunks[c]);
+			stats_sort(t, reps);
+			e->gbps[i] = (double)bytes /
+				     stats_median_sorted(t, reps) / 1e9;
+			if (e->best < 0 || e->gbps[i] > e->gbps[e->best])
+				e->best = (int)i;
+		}
+	}
+	return p->e[0].best < 0 ? -ENODEV : 0;
+}
+
 int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
 		      uint64_t buf_bytes, unsigned int reps, uint32_t only,
 		      struct zero_profile *p)
@@ -454,6 +497,16 @@ int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
 	if (buf && buf_bytes >= need)
 		return calibrate_region(chunks, nr, buf, need, llc, reps, only,
 					p);
+	/*
+	 * Less dirty memory than an out-of-cache measurement needs: the
+	 * whole scrub is small, and a buffer of zvmm's own as big as the
+	 * cache would cost more memory than the guest (and more time than
+	 * the scrub). Measured on the memory itself, as the scrub will run;
+	 * the answer is used for this launch, never kept in the profile.
+	 */
+	if (buf && buf_bytes >= SMALL_MIN)
+		return calibrate_small(chunks, nr, buf, buf_bytes, llc, reps,
+				       only, p);
 	ret = warm_buffer(need, &own);
 	if (ret)
 		return ret;
@@ -554,16 +607,81 @@ void zero_profile_print(const struct zero_profile *p, FILE *f)
 	}
 }
 
+/* Whether @path is this machine's own profile, in the cache directory. */
+static bool is_default_path(const char *path)
+{
+	char def[PATH_MAX];
+
+	return !zero_profile_default_path(def, sizeof(def)) &&
+	       !strcmp(def, path);
+}
+
+/*
+ * The directory of the profile at @path, opened; *name is its last
+ * component. The cache directory of the machine's own profile is checked
+ * as zvmm's own (docs/DESIGN.md 3, "Threat model"): one that another
+ * user owns or may write is said once and neither read nor written.
+ */
+static int profile_dir(const char *path, bool create, const char **name)
+{
+	static int warned;
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX], why[PATH_MAX + 160];
+	int fd;
+
+	*name = slash ? slash + 1 : path;
+	if (!**name)
+		return -EISDIR;
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (is_default_path(path)) {
+		fd = safe_dir_open(dir, create, why, sizeof(why));
+		if (fd == -EPERM &&
+		    !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+			pr_warn("profile cache %s; no profile is read or written there, so backend = auto measures at every launch",
+				why);
+		return fd;
+	}
+	if (create) {
+		int ret = file_mkdir_parents(path, 0755);
+
+		if (ret)
+			return ret;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 int zero_profile_write(const struct zero_profile *p, const char *path)
 {
-	char tmp[PATH_MAX];
+	const char *name;
+	char *text = NULL;
+	size_t len = 0;
+	int dfd, ret;
 	FILE *f;
 
-	f = file_replace_open(path, tmp, sizeof(tmp));
+	f = open_memstream(&text, &len);
 	if (!f)
 		return -errno;
 	zero_profile_print(p, f);
-	return file_replace_commit(f, tmp, path);
+	if (fclose(f)) {
+		free(text);
+		return -ENOMEM;
+	}
+	dfd = profile_dir(path, true, &name);
+	if (dfd < 0) {
+		free(text);
+		return dfd;
+	}
+	/* A random temporary name, O_EXCL | O_NOFOLLOW, then renamed. */
+	ret = safe_write_at(dfd, name, text, len);
+	close(dfd);
+	free(text);
+	return ret;
 }
 
 /* Far more than a profile of ZERO_PROFILE_MAX_CHUNKS sizes holds. */
@@ -661,6 +779,7 @@ static int profile_key(void *user, const char *section, const char *name,
 int zero_profile_read(const char *path, struct zero_profile *p, int *line)
 {
 	struct profile_parse pp = { .p = p, .cur = -1 };
+	const char *name;
 	struct zero_machine here;
 	char feat[128], *text;
 	bool too_long;
@@ -669,12 +788,16 @@ int zero_profile_read(const char *path, struct zero_profile *p, int *line)
 
 	memset(p, 0, sizeof(*p));
 	*line = 0;
-	/* One that cannot be opened, for whatever reason, is none. */
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* One that cannot be reached, for whatever reason, is none. */
+	fd = profile_dir(path, false, &name);
 	if (fd < 0)
 		return -ENOENT;
-	ret = file_read_fd(fd, PROFILE_MAX_BYTES, &text, &len);
+	/* Not through a symbolic link, not another user's, not writable by
+	 * others: an edited profile could name any backend. */
+	ret = safe_read_at(fd, name, PROFILE_MAX_BYTES, &text, &len);
 	close(fd);
+	if (ret == -ENOENT || ret == -EPERM)
+		return ret;
 	if (ret)
 		return -EINVAL;
 	ret = inibuf_parse(text, len, profile_key, &pp, &too_long);
@@ -717,18 +840,18 @@ int zero_profile_default_path(char *buf, size_t len)
 	 * secure_getenv: a set-user-ID embedder must not be made to read or
 	 * write its profile where the invoking user says.
 	 */
-	const char *xdg = secure_getenv("XDG_CACHE_HOME");
-	const char *home = secure_getenv("HOME");
-	const char *dir = secure_getenv("ZVMM_CACHE_DIR");
+	const char *xdg = safe_getenv("XDG_CACHE_HOME");
+	const char *home = safe_getenv("HOME");
+	const char *dir = safe_getenv("ZVMM_CACHE_DIR");
 	int n;
 
-	if (dir && *dir)
+	if (dir)
 		n = snprintf(buf, len, "%s/calibration.ini", dir);
 	else if (geteuid() == 0)
 		n = snprintf(buf, len, "/var/cache/zvmm/calibration.ini");
-	else if (xdg && *xdg)
+	else if (xdg)
 		n = snprintf(buf, len, "%s/zvmm/calibration.ini", xdg);
-	else if (home && *home)
+	else if (home)
 		n = snprintf(buf, len, "%s/.cache/zvmm/calibration.ini", home);
 	else
 		return -ENOENT;
@@ -766,16 +889,17 @@ static void keep_measurement(struct zero_profile *p, bool valid,
 	static int warned;
 	int ret;
 
+	/* Measured in cache (a small launch's own memory): not kept. */
+	if (m->region < zero_measure_bytes(m->llc, m->reps))
+		return;
 	if (!valid)
 		*p = *m;
 	else if (p->nr < ZERO_PROFILE_MAX_CHUNKS)
 		p->e[p->nr++] = m->e[0];
 	else
 		return;
-	ret = file_mkdir_parents(path, 0755);
-	if (!ret)
-		ret = zero_profile_write(p, path);
-	if (ret && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+	ret = zero_profile_write(p, path);
+	if (ret && ret != -EPERM && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
 		pr_warn("cannot keep the backend measurement in %s: %s; the next launch measures again",
 			path, strerror(-ret));
 }
@@ -820,6 +944,9 @@ int zero_backend_auto(uint64_t chunk, const char *profile_path, bool keep,
 	else if (ret == -ENOEXEC &&
 		 !__atomic_exchange_n(&warned_noexec, 1, __ATOMIC_RELAXED))
 		pr_warn("%s: calibration profile names a backend this CPU cannot run; measuring instead",
+			profile_path);
+	else if (ret == -EPERM)
+		pr_warn("%s: calibration profile is a symbolic link, another user's, or writable by others; not trusted, measuring instead",
 			profile_path);
 	else if (ret == -EAGAIN)
 		pr_info("%s: calibration profile was measured in cache or too noisy to tell the backends apart; measuring again",

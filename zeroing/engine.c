@@ -46,15 +46,18 @@ uint64_t zero_chunk_auto(double gbps, uint64_t page_bytes)
 /*
  * The first run of DIRTY pages of at least zero_auto_bytes() (this
  * machine's last-level cache and the timed windows: 636 MiB on a Xeon
- * with a 300 MiB L3), through the alias mapping: measuring backends
- * there costs no memory of zvmm's own (such a buffer would be far more
- * than its RSS) and clears pages that are scrubbed again anyway. They
- * stay DIRTY: nothing is promised for them.
+ * with a 300 MiB L3), or the longest one when none is that long (then
+ * measured in place and not kept), through the alias mapping: measuring
+ * backends there costs no memory of zvmm's own (such a buffer would be
+ * far more than its RSS) and clears pages that are scrubbed again
+ * anyway. They stay DIRTY: nothing is promised for them.
  */
 static void *dirty_run(struct zero_mem *m, uint64_t *bytes)
 {
 	uint64_t first = 0, n = 0, need = zero_auto_bytes();
+	uint64_t best = 0, best_n = 0;
 
+	/* The first run long enough, else the longest there is. */
 	for (uint64_t p = 0; p < m->nr_pages; p++) {
 		if (zero_page_get(m->pages, p) != ZP_DIRTY) {
 			n = 0;
@@ -62,13 +65,15 @@ static void *dirty_run(struct zero_mem *m, uint64_t *bytes)
 		}
 		if (!n++)
 			first = p;
-		if (n * m->page_bytes >= need) {
-			*bytes = n * m->page_bytes;
-			return zero_mem_alias_page(m, first);
+		if (n > best_n) {
+			best = first;
+			best_n = n;
 		}
+		if (n * m->page_bytes >= need)
+			break;
 	}
-	*bytes = 0;
-	return NULL;
+	*bytes = best_n * m->page_bytes;
+	return best_n ? zero_mem_alias_page(m, best) : NULL;
 }
 
 static int pick_backend(struct zero_engine *e, const char *profile, char *err,

@@ -36,7 +36,7 @@ struct zero_guest {
 	bool started, stopped;
 	bool record_clean, record_written;
 	uint64_t foreign_pages; /* allocated behind zvmm's back, found */
-	struct timespec atime; /* the pool's, once this launch stamped it */
+	struct stat stamped; /* the pool, once this launch stamped it */
 	const char *exit_action;
 	uint64_t exit_bytes;
 	double exit_seconds;
@@ -121,9 +121,13 @@ static int take_record(struct zero_guest *g, char *err, size_t len)
 			 strerror(-ret));
 		return ret;
 	}
-	/* Its atime moves from here only if another process maps or reads
-	 * the file (the stamp left its mtime later than its atime). */
-	g->atime = st.st_atim;
+	/*
+	 * From here its atime moves only if another process maps or reads
+	 * the file (the stamp left it before mtime), and its ctime and mtime
+	 * only if another process changes them: zvmm's own punches and
+	 * populates move none of the three (checked on 6.18).
+	 */
+	g->stamped = st;
 	/*
 	 * A caller's fd: the caller holds the file between launches and may
 	 * write it through its own mapping, which no stamp or allocation
@@ -401,13 +405,22 @@ static int keep_record(struct zero_guest *g)
 		return ret;
 	if (fstat(m->fd, &st))
 		return -errno;
-	if (st.st_atim.tv_sec != g->atime.tv_sec ||
-	    st.st_atim.tv_nsec != g->atime.tv_nsec) {
-		pr_warn("no state record is written: pool %s was mapped or read by another process during this launch (its atime moved)",
+	if (st.st_atim.tv_sec != g->stamped.st_atim.tv_sec ||
+	    st.st_atim.tv_nsec != g->stamped.st_atim.tv_nsec ||
+	    st.st_mtim.tv_sec != g->stamped.st_mtim.tv_sec ||
+	    st.st_mtim.tv_nsec != g->stamped.st_mtim.tv_nsec ||
+	    st.st_ctim.tv_sec != g->stamped.st_ctim.tv_sec ||
+	    st.st_ctim.tv_nsec != g->stamped.st_ctim.tv_nsec) {
+		pr_warn("no state record is written: pool %s was mapped, read or changed by another process during this launch (its times moved)",
 			m->path);
 		return 0;
 	}
 	ret = zero_record_write(m);
+	if (ret == -EAGAIN) {
+		pr_warn("no state record is written: pool %s changed while the record was being written",
+			m->path);
+		return 0;
+	}
 	if (ret == -EPERM)
 		return 0; /* the state directory is not trusted: said once */
 	g->record_written = !ret;

@@ -110,7 +110,7 @@ int zero_record_identity(const struct zero_mem *m, const struct stat *st,
 
 int zero_record_stamp(const struct zero_mem *m)
 {
-	struct timespec t[2] = { { .tv_nsec = UTIME_OMIT } };
+	struct timespec t[2];
 	struct stat st;
 
 	if (fstat(m->fd, &st))
@@ -126,9 +126,54 @@ int zero_record_stamp(const struct zero_mem *m)
 			t[1].tv_nsec = 0;
 		}
 	}
+	/*
+	 * atime 1 ns before mtime: earlier, so the next mmap(2) or read(2)
+	 * of the file moves it (relatime), and a value the kernel's coarse
+	 * clock does not write, so that move shows even within one tick of
+	 * the stamp.
+	 */
+	t[0] = t[1];
+	if (t[0].tv_nsec-- == 0) {
+		t[0].tv_sec--;
+		t[0].tv_nsec = 999999999;
+	}
 	return futimens(m->fd, t) ? -errno : 0;
 }
 
+static bool same_times(const struct stat *a, const struct stat *b)
+{
+	return a->st_atim.tv_sec == b->st_atim.tv_sec &&
+	       a->st_atim.tv_nsec == b->st_atim.tv_nsec &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/*
+ * Waits until the kernel's coarse clock, which stamps ctime, is past
+ * @st's ctime (at most a tick, 1-4 ms), and checks that nothing changed
+ * the file meanwhile: a later change of its times, utimensat(2) setting
+ * them back included, then always moves ctime away from the recorded
+ * one. -EAGAIN when something did change.
+ */
+static int settle_ctime(const struct zero_mem *m, const struct stat *st)
+{
+	struct timespec now;
+	struct stat again;
+
+	for (;;) {
+		clock_gettime(CLOCK_REALTIME_COARSE, &now);
+		if (now.tv_sec > st->st_ctim.tv_sec ||
+		    (now.tv_sec == st->st_ctim.tv_sec &&
+		     now.tv_nsec > st->st_ctim.tv_nsec))
+			break;
+		usleep(500);
+	}
+	if (fstat(m->fd, &again))
+		return -errno;
+	return same_times(st, &again) ? 0 : -EAGAIN;
+}
 /*
  * FNV-1a over the fields: an edit or a cut shows. It is no signature:
  * what keeps a forged record out is the state directory, which only the
@@ -228,6 +273,8 @@ int zero_record_write(const struct zero_mem *m)
 	ret = zero_record_stamp(m);
 	if (!ret && fstat(m->fd, &st))
 		ret = -errno;
+	if (!ret)
+		ret = settle_ctime(m, &st);
 	if (!ret)
 		ret = zero_record_identity(m, &st, &id);
 	if (!ret)

@@ -64,15 +64,19 @@ int zero_record_identity(const struct zero_mem *m, const struct stat *st,
  * Writes the record for @m, whose pages must all be ZERO: stamps the
  * file, then writes the record in the state directory (a temporary file
  * of a random name, fsync, rename, fsync of the directory), removing
- * records there that were written before the last boot. Returns 0,
- * -EPERM when the state directory is outside the trust boundary (said
- * once per process; no record), or another negative errno.
+ * records there that were written before the last boot. It first waits
+ * for the coarse clock to pass the stamp's ctime (at most one tick), so
+ * any later change of the file's times shows. Returns 0, -EPERM when the
+ * state directory is outside the trust boundary (said once per process;
+ * no record), -EAGAIN when the file's times changed meanwhile, or another
+ * negative errno.
  */
 int zero_record_write(const struct zero_mem *m)
 	__attribute__((warn_unused_result));
 
 /*
- * Stamps the pool file: its mtime becomes strictly later than it was.
+ * Stamps the pool file: its mtime becomes strictly later than it was,
+ * its atime 1 ns before that (so the next access moves it visibly).
  * Every launch stamps the pool it opens and the record carries the stamp
  * it was written after, so a record is valid only until the next launch
  * opens the pool, whichever state directory that launch reads records
