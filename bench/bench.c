@@ -317,6 +317,20 @@ static void print_targets(struct bench *bn, FILE *f)
 			"target: pool:prezero 2M pages / 1G pages, 2M chunks, %u workers: %.1f / %.1f GB/s = %.2f (>= 0.95: %s)\n",
 			w, a->gbps, b->gbps, a->gbps / b->gbps,
 			verdict(a->gbps / b->gbps >= 0.95));
+	/*
+	 * pool.record = verify reads a pool instead of scrubbing it: worth
+	 * it only where reading is faster (docs/DESIGN.md 3).
+	 */
+	for (unsigned int p = 0; p < 2; p++) {
+		a = find_w(bn, "pool:verify", pages[p], pages[p], w);
+		b = find_w(bn, "pool:prezero", pages[p], SZ_2M, w);
+		if (a && b)
+			fprintf(f,
+				"pool:verify / pool:prezero %s pages, %u threads: %.1f / %.1f GB/s = %.2f (reading %s scrubbing)\n",
+				pages[p] == SZ_1G ? "1G" : "2M", w, a->gbps,
+				b->gbps, a->gbps / b->gbps,
+				a->gbps > b->gbps ? "beats" : "does not beat");
+	}
 	lim = limit_of(bn, w);
 	if (lim <= 0)
 		return;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * pool:prezero and pool:populate rows of `zvmm bench`: the engine itself,
- * with its worker pool, bounded chunks and backend choice, against the
- * kernel populating fresh pages with the same number of threads.
+ * pool:prezero, pool:verify, pool:demand and pool:populate rows of
+ * `zvmm bench`: the engine itself, with its worker pool, bounded chunks
+ * and backend choice, against the kernel populating fresh pages with the
+ * same number of threads.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "../lib/size.h"
 #include "../zeroing/engine.h"
 #include "../zeroing/topo.h"
+#include "../zeroing/verify.h"
 #include "internal.h"
 
 static const uint64_t pool_chunks[] = {
@@ -49,8 +51,8 @@ unsigned int bench_pool_steps(uint64_t page)
 
 	for (unsigned int c = 0; c < NR_CHUNKS; c++)
 		nc += pool_chunks[c] <= page;
-	/* prezero at each chunk, demand, populate */
-	return nw * (nc + 2);
+	/* prezero at each chunk, demand, verify, populate */
+	return nw * (nc + 3);
 }
 
 /*
@@ -191,6 +193,37 @@ static int demand_rows(struct bench *bn, struct zero_mem *m,
 	return ret;
 }
 
+/*
+ * pool:verify: what `pool.record = verify` costs at open, against
+ * pool:prezero on the same memory: every byte of a zero pool read by
+ * 1..N threads (docs/DESIGN.md 3, "Threat model"). Verifying a record
+ * is worth offering only where reading beats scrubbing.
+ */
+static int verify_rows(struct bench *bn, struct zero_mem *m,
+		       const unsigned int *w, unsigned int nw)
+{
+	double t[64];
+	int ret = 0;
+
+	for (unsigned int k = 0; k < nw && !ret; k++) {
+		bn->step++;
+		for (unsigned int r = 0; r < bn->o->reps && !ret; r++) {
+			if (bench_stop)
+				return -EINTR;
+			bench_progress(bn, "pool:verify", m->page_bytes, r + 1);
+			/* Zero memory the table no longer vouches for. */
+			ret = zero_mem_written(m);
+			if (!ret && zero_verify_pages(m, w[k], &t[r]))
+				ret = -EIO;
+		}
+		if (!ret)
+			bench_record_threads(bn, "pool:verify", m->page_bytes,
+					     m->page_bytes, m->bytes, t, w[k],
+					     "read");
+	}
+	return ret;
+}
+
 static int prezero_rows(struct bench *bn, uint64_t page, const unsigned int *w,
 			unsigned int nw)
 {
@@ -240,6 +273,9 @@ static int prezero_rows(struct bench *bn, uint64_t page, const unsigned int *w,
 			}
 		}
 	}
+	/* The last prezero pass left every page zero: read it back. */
+	if (!ret)
+		ret = verify_rows(bn, m, w, nw);
 	if (!ret)
 		ret = demand_rows(bn, m, w, nw);
 	zero_mem_destroy(m);
