@@ -460,11 +460,13 @@ static int open_pool(const struct zero_mem_opts *o, struct zero_mem *m,
 	e = check_mount(o->pool_path, m->fd, o->page_bytes, err, len);
 	if (e)
 		return e;
-	/* Another launch may have opened the new file already: then it is
-	 * theirs, and it stays. */
+	/* Another launch may have opened the new file already and locked
+	 * it first: then it is theirs, and it stays. */
 	e = lock_pool(m->fd, o->pool_path, err, len);
-	if (e)
+	if (e) {
+		m->created = false;
 		return e;
+	}
 	e = zero_mem_check_alone(m, err, len);
 	if (e)
 		return e;
