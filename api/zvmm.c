@@ -276,11 +276,18 @@ int zvmm_calibrate(struct zvmm_calibration **out)
 
 	if (!c)
 		return -ENOMEM;
-	/* 256 MiB: eight times the L3, so every chunk size streams. */
+	/*
+	 * The region follows the last-level cache: the cache is filled
+	 * with dirty lines, then every window timed is memory nothing wrote
+	 * since, as guest memory is (zero_measure_bytes(), DESIGN.md 6).
+	 */
 	ret = zero_calibrate(zero_calibrate_chunks, zero_calibrate_nr_chunks,
-			     256ULL << 20, 5, &c->p);
+			     0, 5, &c->p);
 	if (ret) {
-		pr_err("calibration needs 256 MiB of memory: %s",
+		pr_err("calibration needs %llu MiB of memory: %s",
+		       (unsigned long long)(zero_measure_bytes(
+						    zero_llc_bytes(), 5) >>
+					    20),
 		       strerror(-ret));
 		free(c);
 		return ret;
