@@ -8,6 +8,24 @@
 
 #include "file.h"
 
+int file_split_path(const char *path, char *dir, size_t len,
+		    const char **name)
+{
+	const char *slash = strrchr(path, '/');
+	int n;
+
+	*name = slash ? slash + 1 : path;
+	if (!**name || !strcmp(*name, ".") || !strcmp(*name, ".."))
+		return -EISDIR;
+	if (!slash)
+		n = snprintf(dir, len, ".");
+	else if (slash == path)
+		n = snprintf(dir, len, "/");
+	else
+		n = snprintf(dir, len, "%.*s", (int)(slash - path), path);
+	return n < (int)len ? 0 : -ENAMETOOLONG;
+}
+
 int file_mkdir_parents(const char *path, mode_t mode)
 {
 	char buf[PATH_MAX], *p;

@@ -6,6 +6,15 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+/*
+ * Splits @path into its directory (into @dir: "." for a bare name, "/"
+ * at the root) and its last component (*name, pointing into @path).
+ * Returns 0, -EISDIR when @path names no file (empty last component,
+ * "." or ".."), or -ENAMETOOLONG.
+ */
+int file_split_path(const char *path, char *dir, size_t dir_len,
+		    const char **name) __attribute__((warn_unused_result));
+
 /* Creates the directories above @path (not @path itself). 0 or -errno. */
 int file_mkdir_parents(const char *path, mode_t mode)
 	__attribute__((warn_unused_result));

@@ -625,19 +625,12 @@ static bool is_default_path(const char *path)
 static int profile_dir(const char *path, bool create, const char **name)
 {
 	static int warned;
-	const char *slash = strrchr(path, '/');
 	char dir[PATH_MAX], why[PATH_MAX + 160];
 	int fd;
 
-	*name = slash ? slash + 1 : path;
-	if (!**name)
-		return -EISDIR;
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	fd = file_split_path(path, dir, sizeof(dir), name);
+	if (fd)
+		return fd;
 	if (is_default_path(path)) {
 		fd = safe_dir_open(dir, create, why, sizeof(why));
 		if (fd == -EPERM &&

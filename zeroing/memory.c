@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <linux/magic.h>
 
+#include "../lib/file.h"
 #include "../lib/inject.h"
 #include "../lib/safefile.h"
 #include "../lib/size.h"
@@ -332,24 +333,18 @@ static int open_pool_dir(const char *path, struct zero_mem *m, char *err,
 		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
 		.resolve = RESOLVE_NO_SYMLINKS,
 	};
-	const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
 	char dir[PATH_MAX];
+	const char *base;
 	struct stat st;
 	int fd;
 
-	if (!*base || !strcmp(base, ".") || !strcmp(base, "..") ||
+	if (file_split_path(path, dir, sizeof(dir), &base) ||
 	    strlen(base) >= sizeof(m->name)) {
 		snprintf(err, len, "--pool %s: name a file, not a directory",
 			 path);
 		return -EINVAL;
 	}
 	snprintf(m->name, sizeof(m->name), "%s", base);
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
 	fd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
 	if (fd < 0 && (errno == ELOOP || errno == EXDEV)) {
 		snprintf(
