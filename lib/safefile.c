@@ -54,18 +54,27 @@ int safe_dir_open(const char *path, bool create, char *why, size_t len)
 		if (n >= (int)sizeof(sub))
 			return -ENAMETOOLONG;
 		n = file_mkdir_parents(sub, 0700);
-		if (n)
-			return n;
+		if (n) {
+			snprintf(why, len, "%s cannot be created: %s", path,
+				 strerror(-n));
+			return -EPERM;
+		}
 	}
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		n = -errno;
+		/* Missing is only missing; anything else is unusable. */
+		if (n == -ENOENT && !create)
+			return n;
 		if (n == -ELOOP || n == -ENOTDIR)
 			snprintf(
 				why, len,
 				"%s is a symbolic link or not a directory: give a real directory",
 				path);
-		return n == -ELOOP ? -EPERM : n;
+		else
+			snprintf(why, len, "%s cannot be opened: %s", path,
+				 strerror(-n));
+		return -EPERM;
 	}
 	if (fstat(fd, &st)) {
 		n = -errno;

@@ -25,9 +25,11 @@ bool safe_owner_ok(const struct stat *st, bool dir);
 /*
  * Opens directory @path (O_DIRECTORY | O_NOFOLLOW), first creating it
  * and its missing parents with mode 0700 when @create. Returns the fd,
- * or a negative errno: -EPERM when it exists but fails safe_owner_ok()
- * (not sticky-tolerant: a state directory is zvmm's alone), with @why
- * saying what is wrong and the command that fixes it.
+ * -ENOENT when it is missing (and not to be created), or -EPERM for any
+ * directory that cannot be used: one that fails safe_owner_ok() (not
+ * sticky-tolerant: a state directory is zvmm's alone), a symbolic link,
+ * not a directory, not reachable or not creatable; @why then says what
+ * is wrong and, where there is one, the command that fixes it.
  */
 int safe_dir_open(const char *path, bool create, char *why, size_t why_len)
 	__attribute__((warn_unused_result));

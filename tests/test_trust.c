@@ -1234,3 +1234,75 @@ ParameterizedTest(char *mode, trust, forked_child_cannot_reach_guest_memory)
 	cr_expect_eq(foreign, 0, "%s: the guest read %llu of the child's words",
 		     mode, (unsigned long long)foreign);
 }
+
+/*
+ * A state directory that cannot be used at all (a regular file in its
+ * place) is not trusted, as one outside the boundary: the launch goes
+ * on, scrubs, and writes no record; it does not fail.
+ */
+Test(trust, unusable_state_dir_means_scrub_not_failure)
+{
+	struct tenant t;
+	int fd;
+
+	need_pool();
+	fd = open(state, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	tenant("demand", "scrub", NULL, 5, &t);
+	cr_assert_eq(t.exit_ret, 0, "on_exit = scrub failed: %s", logged);
+	cr_expect(!t.end.record_written, "a record was written");
+	tenant("hybrid", "keep", NULL, 0, &t);
+	cr_expect(!t.open.record_clean, "a record was trusted");
+	cr_expect_eq(t.foreign, 0, "the guest read %llu non-zero words",
+		     (unsigned long long)t.foreign);
+	unlink(state);
+}
+
+/*
+ * Another process opening the pool while zvmm probes for holders breaks
+ * the probe's lease: that must never signal zvmm to death (SIGIO's
+ * default), however often it happens. A launch may be refused (-EBUSY)
+ * when the opener holds the file at that moment; it is never killed.
+ */
+Test(trust, opener_of_the_pool_cannot_kill_a_launch)
+{
+	struct zvmm_policy *pol = policy("prezero", "scrub", NULL);
+	unsigned int ok = 0, busy = 0;
+	pid_t opener;
+	int st;
+
+	need_pool();
+	cr_assert_eq(open_and_close(pool, pol), 0, "%s", logged);
+	opener = fork();
+	cr_assert_geq(opener, 0);
+	if (!opener) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;) {
+			int fd = open(pool, O_RDONLY | O_CLOEXEC);
+
+			if (fd >= 0)
+				close(fd);
+		}
+	}
+	for (unsigned int i = 0; i < 40; i++) {
+		struct zvmm_mem mem = ZVMM_MEM_INIT(POOL_BYTES, PAGE);
+		struct zvmm_guest *g = NULL;
+		int ret;
+
+		mem.pool_path = pool;
+		ret = zvmm_guest_open(&mem, pol, &g);
+		if (!ret) {
+			ret = zvmm_guest_prezero(g);
+			zvmm_guest_close(g);
+		}
+		cr_assert(!ret || ret == -EBUSY, "launch %u: %d: %s", i, ret,
+			  logged);
+		ok += !ret;
+		busy += ret == -EBUSY;
+	}
+	kill(opener, SIGKILL);
+	waitpid(opener, &st, 0);
+	zvmm_policy_free(pol);
+	cr_assert_eq(ok + busy, 40);
+}

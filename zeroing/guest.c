@@ -127,6 +127,15 @@ static int take_record(struct zero_guest *g, char *err, size_t len)
 		return ret;
 	}
 	/*
+	 * Again after the stamp, which hides an atime that a mapping made
+	 * since the open's probe moved: such a holder is seen here.
+	 */
+	if (!m->caller_fd) {
+		ret = zero_mem_check_alone(m, err, len);
+		if (ret)
+			return ret;
+	}
+	/*
 	 * From here its atime moves only if another process maps or reads
 	 * the file (the stamp left it before mtime), and its ctime and mtime
 	 * only if another process changes them: zvmm's own punches and
@@ -421,9 +430,11 @@ static int keep_record(struct zero_guest *g)
 		return 0;
 	}
 	ret = zero_record_write(m);
-	if (ret == -EAGAIN) {
-		pr_warn("no state record is written: pool %s changed while the record was being written",
-			m->path);
+	if (ret == -EAGAIN || ret == -EBUSY) {
+		pr_warn("no state record is written: pool %s %s", m->path,
+			ret == -EBUSY ?
+				"was opened by another process as the record was being written" :
+				"changed while the record was being written");
 		return 0;
 	}
 	if (ret == -EPERM)

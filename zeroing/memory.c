@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -396,16 +397,20 @@ static int check_pool_file(const struct zero_mem *m, const struct stat *st,
 	if (st->st_uid != geteuid()) {
 		snprintf(
 			err, len,
-			"--pool %s is owned by uid %u, not by this user (uid %u), and only the owner's pools are trusted: chown %u %s, or use another --pool",
+			"--pool %s is owned by uid %u, not by this user (uid %u), and only the owner's pools are trusted: use another --pool, or have it removed and let zvmm create a new one (a chown %u leaves pages its owner may still hold)",
 			m->path, (unsigned int)st->st_uid,
-			(unsigned int)geteuid(), (unsigned int)geteuid(),
-			m->path);
+			(unsigned int)geteuid(), (unsigned int)geteuid());
 		return -EPERM;
 	}
+	/*
+	 * Not chmod: whoever could write it may hold its pages pinned
+	 * (io_uring fixed buffers, RDMA) with no fd and no mapping left, and
+	 * write them at will. Only a new file is free of them.
+	 */
 	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
 		snprintf(
 			err, len,
-			"--pool %s is writable by group or others (mode %04o): chmod go-w %s",
+			"--pool %s is writable by group or others (mode %04o); chmod go-w is not enough, since they may still hold its pages: remove it (rm %s) and let zvmm create a new one",
 			m->path, (unsigned int)(st->st_mode & 07777), m->path);
 		return -EPERM;
 	}
@@ -567,6 +572,14 @@ int zero_mem_check_alone(const struct zero_mem *m, char *err, size_t len)
 	 * another launch's pre-flight probe, or one refused by the lock,
 	 * holds the file for microseconds.
 	 */
+	/*
+	 * While it is held, another open() of the file breaks the lease and
+	 * signals the holder, SIGIO by default, whose default action ends
+	 * the process (an opener of a readable pool could kill a launch, or
+	 * the VMM embedding it). SIGURG's default is to ignore it.
+	 */
+	if (fcntl(m->fd, F_SETSIG, SIGURG))
+		return -errno;
 	for (tries = 0;; tries++) {
 		if (!fcntl(m->fd, F_SETLEASE, F_WRLCK)) {
 			(void)!fcntl(m->fd, F_SETLEASE, F_UNLCK);

@@ -52,8 +52,13 @@ static int open_state_dir(bool create, char *dir, size_t dir_len)
 	int fd, ret;
 
 	ret = state_dir(dir, dir_len);
-	if (ret)
-		return ret;
+	if (ret) {
+		/* Nowhere to keep records: none is read, none written. */
+		if (create &&
+		    !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+			pr_warn("no state directory ($ZVMM_STATE_DIR, $XDG_STATE_HOME or $HOME): no pool state record is written, so pools are scrubbed at every launch");
+		return create ? -EPERM : -ENOENT;
+	}
 	fd = safe_dir_open(dir, create, why, sizeof(why));
 	if (fd == -EPERM &&
 	    !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
@@ -162,12 +167,15 @@ static int settle_ctime(const struct zero_mem *m, const struct stat *st)
 	struct timespec now;
 	struct stat again;
 
-	for (;;) {
+	/* Bounded: a wall clock set back meanwhile gives up, no record. */
+	for (int tries = 0;; tries++) {
 		clock_gettime(CLOCK_REALTIME_COARSE, &now);
 		if (now.tv_sec > st->st_ctim.tv_sec ||
 		    (now.tv_sec == st->st_ctim.tv_sec &&
 		     now.tv_nsec > st->st_ctim.tv_nsec))
 			break;
+		if (tries == 200)
+			return -EAGAIN;
 		usleep(500);
 	}
 	if (fstat(m->fd, &again))
@@ -259,7 +267,7 @@ static void remove_stale(int dirfd, const struct zero_record *now)
 
 int zero_record_write(const struct zero_mem *m)
 {
-	char dir[PATH_MAX], name[64], text[ZERO_RECORD_TEXT_MAX];
+	char dir[PATH_MAX], name[64], text[ZERO_RECORD_TEXT_MAX], why[512];
 	struct zero_record id;
 	struct stat st;
 	int dfd, ret;
@@ -273,6 +281,15 @@ int zero_record_write(const struct zero_mem *m)
 	ret = zero_record_stamp(m);
 	if (!ret && fstat(m->fd, &st))
 		ret = -errno;
+	/*
+	 * After the stamp, not before: a process that mapped the file
+	 * before it holds an open file description the lease probe sees,
+	 * and one that maps it after moves atime off the stamp's, which
+	 * settle_ctime() compares. (The stamp itself would hide an atime
+	 * moved before it.)
+	 */
+	if (!ret)
+		ret = zero_mem_check_alone(m, why, sizeof(why));
 	if (!ret)
 		ret = settle_ctime(m, &st);
 	if (!ret)
@@ -405,21 +422,25 @@ int zero_record_take(const struct zero_mem *m, const struct stat *st,
 		snprintf(why, len, "no state record");
 		return 0;
 	}
-	if (dfd == -EPERM) {
-		snprintf(why, len, "the state directory is not trusted");
+	if (dfd < 0) {
+		snprintf(why, len, "the state directory is not usable");
 		return 0;
 	}
-	if (dfd < 0)
-		return dfd;
 	ret = safe_read_at(dfd, name, RECORD_MAX_BYTES, &text, &text_len);
-	/* Consumed whatever it says, a symbolic link included. */
+	/*
+	 * Consumed whatever it says, a symbolic link included. One that
+	 * cannot be removed is not trusted either; the stamp that follows
+	 * outdates it all the same.
+	 */
 	if (ret != -ENOENT && unlinkat(dfd, name, 0) && errno != ENOENT) {
 		int e = errno;
 
 		if (!ret)
 			free(text);
 		close(dfd);
-		return -e;
+		snprintf(why, len, "state record %s/%s cannot be removed: %s",
+			 dir, name, strerror(e));
+		return 0;
 	}
 	close(dfd);
 	if (ret == -ENOENT) {

@@ -66,10 +66,12 @@ int zero_record_identity(const struct zero_mem *m, const struct stat *st,
  * of a random name, fsync, rename, fsync of the directory), removing
  * records there that were written before the last boot. It first waits
  * for the coarse clock to pass the stamp's ctime (at most one tick), so
- * any later change of the file's times shows. Returns 0, -EPERM when the
- * state directory is outside the trust boundary (said once per process;
- * no record), -EAGAIN when the file's times changed meanwhile, or another
- * negative errno.
+ * any later change of the file's times shows, and checks after the stamp
+ * that no other process holds the file. Returns 0, -EPERM when the state
+ * directory is outside the trust boundary or unusable (said once per
+ * process; no record), -EBUSY when another process holds the file,
+ * -EAGAIN when the file's times changed meanwhile, or another negative
+ * errno.
  */
 int zero_record_write(const struct zero_mem *m)
 	__attribute__((warn_unused_result));
