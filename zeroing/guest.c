@@ -429,7 +429,7 @@ static int keep_record(struct zero_guest *g)
 			m->path);
 		return 0;
 	}
-	ret = zero_record_write(m);
+	ret = zero_record_write(m, zero_mem_check_alone);
 	if (ret == -EAGAIN || ret == -EBUSY) {
 		pr_warn("no state record is written: pool %s %s", m->path,
 			ret == -EBUSY ?

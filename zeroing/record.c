@@ -265,7 +265,7 @@ static void remove_stale(int dirfd, const struct zero_record *now)
 	closedir(d);
 }
 
-int zero_record_write(const struct zero_mem *m)
+int zero_record_write(const struct zero_mem *m, zero_record_check_fn *alone)
 {
 	char dir[PATH_MAX], name[64], text[ZERO_RECORD_TEXT_MAX], why[512];
 	struct zero_record id;
@@ -288,8 +288,8 @@ int zero_record_write(const struct zero_mem *m)
 	 * settle_ctime() compares. (The stamp itself would hide an atime
 	 * moved before it.)
 	 */
-	if (!ret)
-		ret = zero_mem_check_alone(m, why, sizeof(why));
+	if (!ret && alone)
+		ret = alone(m, why, sizeof(why));
 	if (!ret)
 		ret = settle_ctime(m, &st);
 	if (!ret)

@@ -67,13 +67,16 @@ int zero_record_identity(const struct zero_mem *m, const struct stat *st,
  * records there that were written before the last boot. It first waits
  * for the coarse clock to pass the stamp's ctime (at most one tick), so
  * any later change of the file's times shows, and checks after the stamp
- * that no other process holds the file. Returns 0, -EPERM when the state
+ * with @alone (zero_mem_check_alone(); NULL: not checked) that no other
+ * process holds the file. Returns 0, -EPERM when the state
  * directory is outside the trust boundary or unusable (said once per
  * process; no record), -EBUSY when another process holds the file,
  * -EAGAIN when the file's times changed meanwhile, or another negative
  * errno.
  */
-int zero_record_write(const struct zero_mem *m)
+typedef int zero_record_check_fn(const struct zero_mem *m, char *why,
+				 size_t len);
+int zero_record_write(const struct zero_mem *m, zero_record_check_fn *alone)
 	__attribute__((warn_unused_result));
 
 /*
