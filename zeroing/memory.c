@@ -418,6 +418,40 @@ static int check_pool_file(const struct zero_mem *m, const struct stat *st,
 }
 
 /*
+ * Under the lock: an empty file holding nothing is sized to @bytes (a
+ * pool whose creator lost the race for the lock or died before sizing
+ * it, a file the user or the caller made; one not created here is
+ * emptied again on failure, never removed), any other must hold @bytes.
+ */
+static int size_pool(struct zero_mem *m, uint64_t bytes, char *err,
+		     size_t len)
+{
+	struct stat st;
+	int e;
+
+	if (fstat(m->fd, &st))
+		goto err_errno;
+	if (!st.st_size && !st.st_blocks) {
+		if (ftruncate(m->fd, (off_t)bytes))
+			goto err_errno;
+		m->sized = !m->created;
+		return 0;
+	}
+	if ((uint64_t)st.st_size != bytes) {
+		snprintf(err, len, "%s%s is not a pool file of %llu bytes",
+			 m->caller_fd ? "" : "--pool ", m->path,
+			 (unsigned long long)bytes);
+		return -EINVAL;
+	}
+	return 0;
+err_errno:
+	e = errno;
+	snprintf(err, len, "cannot size guest memory in %s: %s", m->path,
+		 strerror(e));
+	return -e;
+}
+
+/*
  * A named pool: created O_CREAT | O_EXCL mode 0600, or an existing file
  * inside the trust boundary, never through a symbolic link, on a
  * hugetlbfs mount of the page size as the opened fd sees it, locked, and
@@ -470,26 +504,7 @@ static int open_pool(const struct zero_mem_opts *o, struct zero_mem *m,
 	e = zero_mem_check_alone(m, err, len);
 	if (e)
 		return e;
-	if (fstat(m->fd, &st))
-		goto err_errno;
-	/*
-	 * An empty file holding nothing: a pool whose creator lost the race
-	 * for the lock or died before sizing it, or a file the user made.
-	 * Under the lock it is ours to size; it was not made here, so a
-	 * failure empties it again and never removes it.
-	 */
-	if (!st.st_size && !st.st_blocks) {
-		if (ftruncate(m->fd, (off_t)o->bytes))
-			goto err_errno;
-		m->sized = !m->created;
-		return 0;
-	}
-	if ((uint64_t)st.st_size != o->bytes) {
-		snprintf(err, len, "--pool %s is not a pool file of %llu bytes",
-			 o->pool_path, (unsigned long long)o->bytes);
-		return -EINVAL;
-	}
-	return 0;
+	return size_pool(m, o->bytes, err, len);
 err_errno:
 	e = errno;
 	snprintf(err, len, "cannot create guest memory in %s: %s", m->path,
@@ -643,20 +658,7 @@ static int open_backing(const struct zero_mem_opts *o, struct zero_mem *m,
 			return -EINVAL;
 		}
 		e = lock_pool(m->fd, m->path, err, len);
-		if (e)
-			return e;
-		if (fstat(m->fd, &st))
-			goto err_errno;
-		if (!st.st_size && !st.st_blocks) {
-			if (ftruncate(m->fd, (off_t)o->bytes))
-				goto err_errno;
-			m->sized = true;
-		} else if ((uint64_t)st.st_size != o->bytes) {
-			snprintf(err, len, "%s is not a file of %llu bytes",
-				 m->path, (unsigned long long)o->bytes);
-			return -EINVAL;
-		}
-		return 0;
+		return e ? e : size_pool(m, o->bytes, err, len);
 	}
 	if (!o->pool_path) {
 		e = zvmm_inject("memfd");
