@@ -384,16 +384,19 @@ static void measure_chunk(struct region *r, uint64_t chunk, unsigned int reps,
 	}
 }
 
-static int calibrate_region(const uint64_t *chunks, unsigned int nr, char *buf,
-			    uint64_t bytes, uint64_t llc, unsigned int reps,
-			    uint32_t only, struct zero_profile *p)
+/*
+ * A new measurement in @p: this machine, the region and how it was
+ * measured. Returns the backends to time: those that run here, of
+ * @only when it is not 0.
+ */
+static uint32_t profile_begin(struct zero_profile *p, uint64_t bytes,
+			      uint64_t llc, unsigned int reps, unsigned int nr,
+			      uint32_t only)
 {
 	const struct zero_backend *b;
-	struct region r = { .buf = buf, .nwin = nr_windows(reps) };
 	uint32_t set = 0;
 	unsigned int i;
 
-	r.fill = bytes - (uint64_t)r.nwin * MEASURE_WINDOW;
 	memset(p, 0, sizeof(*p));
 	zero_machine_get(&p->id);
 	p->region = bytes;
@@ -404,6 +407,19 @@ static int calibrate_region(const uint64_t *chunks, unsigned int nr, char *buf,
 		if (i < ZERO_PROFILE_MAX_BACKENDS && zero_backend_runs_here(b) &&
 		    (!only || (only & (1u << i))))
 			set |= 1u << i;
+	return set;
+}
+
+static int calibrate_region(const uint64_t *chunks, unsigned int nr, char *buf,
+			    uint64_t bytes, uint64_t llc, unsigned int reps,
+			    uint32_t only, struct zero_profile *p)
+{
+	struct region r = { .buf = buf, .nwin = nr_windows(reps) };
+	uint32_t set;
+	unsigned int i;
+
+	r.fill = bytes - (uint64_t)r.nwin * MEASURE_WINDOW;
+	set = profile_begin(p, bytes, llc, reps, nr, only);
 	if (!set)
 		return -ENODEV;
 	for (unsigned int c = 0; c < nr; c++) {
@@ -450,17 +466,13 @@ static int calibrate_small(const uint64_t *chunks, unsigned int nr, char *buf,
 			   uint32_t only, struct zero_profile *p)
 {
 	const struct zero_backend *b;
-	double t[16];
 	unsigned int i, c, k;
+	uint32_t set;
+	double t[16];
 
 	if (bytes > SMALL_MAX)
 		bytes = SMALL_MAX;
-	memset(p, 0, sizeof(*p));
-	zero_machine_get(&p->id);
-	p->region = bytes;
-	p->llc = llc;
-	p->reps = reps;
-	p->nr = nr;
+	set = profile_begin(p, bytes, llc, reps, nr, only);
 	for (c = 0; c < nr; c++) {
 		struct zero_profile_entry *e = &p->e[c];
 
@@ -468,8 +480,7 @@ static int calibrate_small(const uint64_t *chunks, unsigned int nr, char *buf,
 		e->best = -1;
 		for_each_backend(i, b) {
 			if (i >= ZERO_PROFILE_MAX_BACKENDS ||
-			    !zero_backend_runs_here(b) ||
-			    (only && !(only & (1u << i))))
+			    !(set & (1u << i)))
 				continue;
 			for (k = 0; k < reps; k++)
 				t[k] = zero_time_pass(b, buf, bytes, chunks[c]);
