@@ -281,12 +281,12 @@ int zvmm_calibrate(struct zvmm_calibration **out)
 	 * with dirty lines, then every window timed is memory nothing wrote
 	 * since, as guest memory is (zero_measure_bytes(), DESIGN.md 6).
 	 */
-	ret = zero_calibrate(zero_calibrate_chunks, zero_calibrate_nr_chunks,
-			     0, 5, &c->p);
+	ret = zero_calibrate(zero_calibrate_chunks, zero_calibrate_nr_chunks, 0,
+			     5, &c->p);
 	if (ret) {
 		pr_err("calibration needs %llu MiB of memory: %s",
-		       (unsigned long long)(zero_measure_bytes(
-						    zero_llc_bytes(), 5) >>
+		       (unsigned long long)(zero_measure_bytes(zero_llc_bytes(),
+							       5) >>
 					    20),
 		       strerror(-ret));
 		free(c);
@@ -345,7 +345,11 @@ int zvmm_calibration_write(const struct zvmm_calibration *c, const char *path,
 		return ret;
 	}
 	ret = zero_profile_write(&c->p, path);
-	if (ret)
+	if ((ret == -EACCES || ret == -EPERM) && geteuid())
+		/* Per operation: only writing a system profile needs root. */
+		pr_err("cannot write %s: %s: its directory is not this user's (/var/cache/zvmm is root's): run as root to write it, or keep a profile of this user's own (the default path without $ZVMM_CACHE_DIR: $XDG_CACHE_HOME/zvmm or ~/.cache/zvmm)",
+		       path, strerror(-ret));
+	else if (ret)
 		pr_err("cannot write %s: %s", path, strerror(-ret));
 	else if (written)
 		snprintf(written, written_len, "%s", path);

@@ -11,9 +11,9 @@ static const struct {
 	const char *name;
 	int err;
 } points[] = {
-	{ "memfd", ENOMEM },	 { "mmap", ENOMEM },	 { "populate", ENOMEM },
-	{ "fallocate", ENOSPC }, { "uffd", EPERM },	 { "worker", EAGAIN },
-	{ "vcpu", EAGAIN },	 { "continue", EFAULT },
+	{ "memfd", ENOMEM },	 { "mmap", ENOMEM }, { "populate", ENOMEM },
+	{ "fallocate", ENOSPC }, { "uffd", EPERM },  { "uffd-dev", EACCES },
+	{ "worker", EAGAIN },	 { "vcpu", EAGAIN }, { "continue", EFAULT },
 };
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;

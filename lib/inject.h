@@ -13,7 +13,10 @@
  *   populate  a worker populating a FRESH page      ENOMEM (the hugetlb
  *             pool running dry in the middle of prezero)
  *   fallocate punching the pool's pages out         ENOSPC
- *   uffd      userfaultfd(2)                        EPERM
+ *   uffd      both ways to a userfaultfd: the device EACCES,
+ *             userfaultfd(2) EPERM (a user without either)
+ *   uffd-dev  /dev/userfaultfd alone                EACCES (the
+ *             syscall is tried next)
  *   worker    starting a worker thread              EAGAIN
  *   vcpu      starting a vCPU thread                EAGAIN
  *   continue  UFFDIO_CONTINUE for a guest fault     EFAULT

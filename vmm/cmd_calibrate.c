@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "../include/zvmm/zvmm.h"
 #include "../lib/file.h"
@@ -24,6 +26,26 @@ static void calibrate_usage(FILE *f)
 		"writes a profile that `backend = auto` reads. Default FILE: calibration.ini in $ZVMM_CACHE_DIR, else\n"
 		"/var/cache/zvmm for root, else $XDG_CACHE_HOME/zvmm or ~/.cache/zvmm;\n"
 		"'-' prints it.\n");
+}
+
+/*
+ * A directory this user may not write is said before the measuring (a
+ * user's --out under root's /var/cache/zvmm), not after a second of it.
+ */
+static bool out_dir_refused(const char *out)
+{
+	char dir[PATH_MAX];
+	const char *name;
+
+	if (file_split_path(out, dir, sizeof(dir), &name))
+		return false; /* the write says what is wrong */
+	if (!faccessat(AT_FDCWD, dir, W_OK | X_OK, AT_EACCESS))
+		return false;
+	pr_err("cannot write %s: %s: %s", out, strerror(errno),
+	       geteuid() ?
+		       "its directory is not this user's: run as root to write there, or choose a directory of this user's (default: $XDG_CACHE_HOME/zvmm or ~/.cache/zvmm)" :
+		       "choose another --out");
+	return true;
 }
 
 int cmd_calibrate(int argc, char **argv)
@@ -46,6 +68,8 @@ int cmd_calibrate(int argc, char **argv)
 		       strerror(-ret));
 		return EXIT_USAGE;
 	}
+	if (a.out && strcmp(a.out, "-") && out_dir_refused(a.out))
+		return EXIT_USAGE;
 	ret = zvmm_calibrate(&c);
 	if (ret)
 		return cli_exit_status(ret);

@@ -21,6 +21,7 @@
 #include "../lib/inject.h"
 #include "../lib/log.h"
 #include "../lib/size.h"
+#include "../lib/sysfs.h"
 #include "../include/zvmm/zvmm.h"
 #include "../lib/clock.h"
 #include "cli.h"
@@ -179,6 +180,30 @@ struct run_state {
 	bool json_written;
 };
 
+/*
+ * --reserve as a user: raising a pool is root's (docs/DESIGN.md 3), so
+ * say by how much and the command root runs; nothing was changed.
+ */
+static void reserve_refused(uint64_t page_bytes, long need)
+{
+	const char *dir = "/sys/kernel/mm/hugepages";
+	char path[96], ps[16];
+	long nr = 0, nfree = 0;
+	unsigned long kb = (unsigned long)(page_bytes >> 10);
+
+	snprintf(path, sizeof(path), "%s/hugepages-%lukB/free_hugepages", dir,
+		 kb);
+	if (sysfs_read_long(path, &nfree))
+		nfree = 0;
+	snprintf(path, sizeof(path), "%s/hugepages-%lukB/nr_hugepages", dir,
+		 kb);
+	if (sysfs_read_long(path, &nr))
+		nr = 0;
+	pr_err("--reserve: %ld hugepages of %s are needed, %ld are free, and only root may raise nr_hugepages: run as root, or have root reserve them (echo %ld | sudo tee %s) and run without --reserve",
+	       need, size_format(page_bytes, ps, sizeof(ps)), nfree,
+	       nr + need - nfree, path);
+}
+
 /* Everything before memory is taken; usage errors come out first. */
 static int check_request(struct run_state *s)
 {
@@ -232,7 +257,7 @@ static int check_request(struct run_state *s)
 		ret = zvmm_hugepages_reserve(o->mem.page_bytes, (uint64_t)nr,
 					     &s->resv);
 		if (ret == -EACCES) {
-			pr_err("--reserve: only root may raise nr_hugepages");
+			reserve_refused(o->mem.page_bytes, nr);
 			return ret;
 		}
 		/* -ENOMEM: the pre-flight check below says what is short. */

@@ -17,6 +17,7 @@
 #include "../lib/stats.h"
 #include "calibrate.h"
 #include "demand.h"
+#include "uffd.h"
 
 int zero_demand_open(struct zero_demand *f, struct zero_mem *mem,
 		     struct zero_engine *engine, bool holes, bool ahead,
@@ -38,6 +39,7 @@ int zero_demand_open(struct zero_demand *f, struct zero_mem *mem,
 		.mode = UFFDIO_REGISTER_MODE_MINOR |
 			(holes ? UFFDIO_REGISTER_MODE_MISSING : 0),
 	};
+	const char *via;
 	int ret;
 
 	memset(f, 0, sizeof(*f));
@@ -53,18 +55,11 @@ int zero_demand_open(struct zero_demand *f, struct zero_mem *mem,
 		ret = -ENOMEM;
 		goto fail;
 	}
-	/* Not UFFD_USER_MODE_ONLY: KVM touches guest memory from the kernel. */
-	ret = -zvmm_inject("uffd");
-	if (!ret)
-		f->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (ret || f->uffd < 0) {
-		ret = ret ? ret : -errno;
-		snprintf(
-			err, len,
-			"userfaultfd: %s (demand zeroing needs root, or sysctl vm.unprivileged_userfaultfd=1)",
-			strerror(-ret));
+	ret = zero_uffd_open(O_CLOEXEC | O_NONBLOCK, &via, err, len);
+	if (ret < 0)
 		goto fail;
-	}
+	f->uffd = ret;
+	pr_debug("userfaultfd from %s", via);
 	if (ioctl(f->uffd, UFFDIO_API, &api) || (api.features & need) != need) {
 		ret = -EOPNOTSUPP;
 		snprintf(

@@ -93,6 +93,7 @@ int zero_hugetlb_reserve(uint64_t page_bytes, long want,
 			 struct zero_hugetlb_resv *r)
 {
 	long nr, avail;
+	char path[96];
 	int ret, slot;
 
 	r->page_bytes = page_bytes;
@@ -102,6 +103,15 @@ int zero_hugetlb_reserve(uint64_t page_bytes, long want,
 		return ret;
 	if (avail >= want)
 		return 0;
+	/*
+	 * Raising the count is root's (the file is 0644 root): asked first,
+	 * so a user's refusal changes nothing and has nothing to put back.
+	 */
+	if (faccessat(AT_FDCWD,
+		      zero_hugetlb_path(page_bytes, "nr_hugepages", path,
+					sizeof(path)),
+		      W_OK, AT_EACCESS))
+		return -EACCES;
 	for (slot = 0; slot < RESV_SLOTS && slots[slot].active; slot++)
 		;
 	if (slot == RESV_SLOTS)
