@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -77,7 +78,7 @@ long test_nr_hugepages(uint64_t page_bytes)
 	return zero_hugetlb_counts(page_bytes, &nr, &nfree) ? -1 : nr;
 }
 
-static int copy_file(const char *from, const char *to, mode_t mode)
+int test_copy_file(const char *from, const char *to, mode_t mode)
 {
 	char buf[65536];
 	ssize_t n;
@@ -135,7 +136,7 @@ int test_spawn_zvmm(const char *const *argv, bool as_user, struct test_proc *p)
 	if (as_user) {
 		snprintf(p->copy, sizeof(p->copy), "/tmp/zvmm-test-bin.%d",
 			 (int)getpid());
-		if (copy_file(test_zvmm_bin(), p->copy, 0755))
+		if (test_copy_file(test_zvmm_bin(), p->copy, 0755))
 			return -errno;
 		args[n++] = p->copy;
 	} else {
@@ -154,7 +155,9 @@ int test_spawn_zvmm(const char *const *argv, bool as_user, struct test_proc *p)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(pfd[1], 1);
 		dup2(pfd[1], 2);
-		if (as_user && (setgid(65534) || setuid(65534)))
+		/* Root's supplementary groups go too: a user has none of them. */
+		if (as_user &&
+		    (setgroups(0, NULL) || setgid(65534) || setuid(65534)))
 			_exit(125);
 		execv(args[0], (char *const *)args);
 		_exit(126);

@@ -29,6 +29,9 @@ const char *test_zvmm_bin(void);
 const char *test_reserve_hugepages(uint64_t page_bytes, long count,
 				   struct zero_hugetlb_resv *r);
 
+/* Copies @from to a new file @to of @mode: 0, or -1 with errno set. */
+int test_copy_file(const char *from, const char *to, mode_t mode);
+
 /* Writes @text to @path, replacing it; a failure fails the test. */
 void test_write_text(const char *path, const char *text);
 

@@ -102,6 +102,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 			run_usage, a);
 	if (ret)
 		return ret;
+	/* --verbose: the library's own steps too (how it got a userfaultfd). */
+	if (a->verbose && log_level < LOG_DEBUG)
+		log_level = LOG_DEBUG;
 	if (!a->mem) {
 		pr_err("run needs --mem SIZE, e.g. --mem 2G");
 		return -EINVAL;

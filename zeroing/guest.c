@@ -328,12 +328,21 @@ int zero_guest_prepare(struct zero_guest *g, uint64_t boot_bytes, char *err,
 {
 	int ret;
 
-	if (g->pol.mode != ZERO_MODE_PREZERO)
-		return demand_pages(g, boot_bytes, err, len);
-	ret = prezero_pages(g);
+	if (g->pol.mode != ZERO_MODE_PREZERO) {
+		ret = demand_pages(g, boot_bytes, err, len);
+	} else {
+		ret = prezero_pages(g);
+		if (ret)
+			snprintf(err, len, "preparing guest memory failed: %s",
+				 strerror(-ret));
+	}
+	/*
+	 * No guest will run (close is all that is left): a pool file this
+	 * launch created goes, with the hugepages it holds, and an empty one
+	 * it sized is emptied again, as when open fails.
+	 */
 	if (ret)
-		snprintf(err, len, "preparing guest memory failed: %s",
-			 strerror(-ret));
+		zero_mem_undo(g->mem);
 	return ret;
 }
 

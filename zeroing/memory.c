@@ -481,6 +481,14 @@ static int open_pool(const struct zero_mem_opts *o, struct zero_mem *m,
 				o->pool_path, o->pool_path);
 			return -EPERM;
 		}
+		/* Another user's pool says so, not just EACCES. */
+		if (m->fd < 0 && errno == EACCES &&
+		    !fstatat(m->dirfd, m->name, &st, AT_SYMLINK_NOFOLLOW)) {
+			e = check_pool_file(m, &st, err, len);
+			if (e)
+				return e;
+			errno = EACCES;
+		}
 	}
 	if (m->fd < 0)
 		goto err_errno;

@@ -61,9 +61,7 @@ static void describe_dev(int dev_err, char *buf, size_t len)
 	char gname[32];
 
 	if (stat(UFFD_DEV, &st)) {
-		snprintf(buf, len,
-			 "this system has no " UFFD_DEV
-			 " (Linux 6.1+ with CONFIG_USERFAULTFD), so ");
+		buf[0] = '\0';
 		return;
 	}
 	g = getgrgid(st.st_gid);
@@ -71,19 +69,31 @@ static void describe_dev(int dev_err, char *buf, size_t len)
 		snprintf(gname, sizeof(gname), "%s", g->gr_name);
 	else
 		snprintf(gname, sizeof(gname), "%u", (unsigned int)st.st_gid);
-	snprintf(
-		buf, len,
-		"read-write access to " UFFD_DEV
-		", which this system offers (group %s, mode %04o%s): add this user to group %s, zvmm(1) \"Running as a user\"; or ",
-		gname, (unsigned int)(st.st_mode & 07777),
-		dev_err == ENOTTY ? ", but USERFAULTFD_IOC_NEW failed" : "",
-		gname);
+	if (dev_err == ENOTTY)
+		snprintf(
+			buf, len,
+			UFFD_DEV
+			" (this system has it, but USERFAULTFD_IOC_NEW failed); or ");
+	else if (!st.st_gid || (st.st_mode & 060) != 060)
+		/* Joining root's group is no way out: name the rule. */
+		snprintf(
+			buf, len,
+			"read-write access to " UFFD_DEV
+			", which this system has for root alone (group %s, mode %04o): give a group of users access with the udev rule of zvmm(1) \"Running as a user\" and join it; or ",
+			gname, (unsigned int)(st.st_mode & 07777));
+	else
+		snprintf(
+			buf, len,
+			"read-write access to " UFFD_DEV
+			", which this system offers to group %s (mode %04o): add this user to group %s; or ",
+			gname, (unsigned int)(st.st_mode & 07777), gname);
 }
 
 int zero_uffd_open(int flags, const char **via, char *err, size_t len)
 {
 	int refused = zvmm_inject("uffd");
 	char dev_how[512], sysctl[16] = "unreadable";
+	const char *absent = "";
 	int dev_fd, sys_fd;
 	long v;
 
@@ -98,12 +108,15 @@ int zero_uffd_open(int flags, const char **via, char *err, size_t len)
 		return sys_fd;
 	}
 	describe_dev(-dev_fd, dev_how, sizeof(dev_how));
+	if (!dev_how[0])
+		absent = ", the one way this system offers: it has no " UFFD_DEV
+			 " (Linux 6.1+ with CONFIG_USERFAULTFD)";
 	if (!sysfs_read_long(UFFD_SYSCTL, &v))
 		snprintf(sysctl, sizeof(sysctl), "%ld", v);
 	snprintf(
 		err, len,
 		"userfaultfd refused (" UFFD_DEV
-		": %s; userfaultfd(2): %s): demand and hybrid zeroing need %ssysctl vm.unprivileged_userfaultfd=1 (now %s; lets every process on the host handle kernel faults); or root. Or use the prezero policy",
-		strerror(-dev_fd), strerror(-sys_fd), dev_how, sysctl);
+		": %s; userfaultfd(2): %s): demand and hybrid zeroing need %ssysctl vm.unprivileged_userfaultfd=1 (now %s; lets every process on the host handle kernel faults)%s; or root. Or use the prezero policy",
+		strerror(-dev_fd), strerror(-sys_fd), dev_how, sysctl, absent);
 	return sys_fd == -ENOSYS ? -ENOSYS : -EPERM;
 }

@@ -1,0 +1,617 @@
+// SPDX-License-Identifier: MIT
+/*
+ * zvmm and libzvmm as an unprivileged user (uid 65534), as libvirt's qemu
+ * user or a jailer's uid runs a VMM: /dev/kvm and /dev/userfaultfd by
+ * group, a hugetlbfs mount of the user's own (uid=, mode=0700), the
+ * hugepages reserved by root, vm.unprivileged_userfaultfd left at 0.
+ *
+ * The device permissions are the test's alone: each launch runs in a
+ * mount namespace of its own where /dev/kvm and /dev/userfaultfd are
+ * nodes the test made (its group, its mode) bound over the host's, or
+ * where /dev has no userfaultfd at all (a kernel before 6.1). Nothing on
+ * the host changes, and nothing is left to put back if a test dies. The
+ * binary is dropped to the user with setpriv(1) and a clean environment,
+ * the library with setresuid(2) in a child.
+ *
+ * Every launch is checked from the guest's side (the touch guest's
+ * sampled lines over a pool that another tenant filled) and from outside
+ * (the pool file read after a scrubbing exit); the same launches as root
+ * run after the user's.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../include/zvmm/zvmm.h"
+#include "../lib/size.h"
+#include "helpers.h"
+
+#define UID 65534
+#define GID 65534
+#define UFFD_GID 64990 /* the test's stand-in for the zvmm group */
+#define KVM_GID 64991 /* and for the kvm group */
+#define BASE "/tmp/zvmm-test-user"
+#define MNT BASE /* the user's hugetlbfs mount */
+#define RMNT BASE ".root" /* root's */
+#define HOME_DIR BASE ".home"
+#define DEV BASE ".dev" /* device nodes, in each launch's namespace */
+#define BIN BASE ".bin" /* a copy of zvmm any user may run */
+#define RSTATE BASE ".rstate"
+#define RCACHE BASE ".rcache"
+#define ROOTDIR BASE ".rootdir" /* root's 0755 directory */
+#define SYSCTL "/proc/sys/vm/unprivileged_userfaultfd"
+#define MEM "64M"
+#define MEM_BYTES (64ull << 20)
+#define PAGES 112 /* 2 MiB pages: two 64 MiB pools and a library pool */
+
+enum uffd_dev {
+	DEV_GROUP, /* 0660, group UFFD_GID, the user in it */
+	DEV_DENIED, /* 0600: root's alone */
+	DEV_NOT_MEMBER, /* 0660, group UFFD_GID, the user not in it */
+	DEV_ABSENT, /* no /dev/userfaultfd: a kernel before 6.1 */
+};
+
+struct who {
+	bool user;
+	enum uffd_dev dev;
+};
+
+static const struct who user = { true, DEV_GROUP };
+static const struct who root = { false, DEV_GROUP };
+
+static struct zero_hugetlb_resv resv = ZERO_HUGETLB_RESV_INIT;
+static bool mounted, rmounted;
+static char sysctl_saved[8];
+static pid_t holder = -1;
+static struct test_run r;
+
+static void write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		(void)!write(fd, s, strlen(s));
+		close(fd);
+	}
+}
+
+static void setup(void)
+{
+	const char *why;
+	struct stat st;
+	int fd;
+
+	if (geteuid())
+		cr_skip_test("needs root to make a user's devices and mount");
+	if (access("/usr/bin/setpriv", X_OK))
+		cr_skip_test("no /usr/bin/setpriv (util-linux)");
+	test_need_kvm();
+	if (stat("/dev/userfaultfd", &st) || !S_ISCHR(st.st_mode))
+		cr_skip_test(
+			"this kernel has no /dev/userfaultfd (Linux 6.1+)");
+	fd = open(SYSCTL, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, sysctl_saved, sizeof(sysctl_saved) - 1) <= 0)
+		cr_skip_test("cannot read " SYSCTL);
+	close(fd);
+	if (sysctl_saved[0] != '0')
+		cr_skip_test(SYSCTL " is not 0: every user may handle faults");
+	why = test_reserve_hugepages(SZ_2M, PAGES, &resv);
+	if (why)
+		cr_skip_test("%s", why);
+	cr_assert_eq(mkdir(MNT, 0700), 0, "%s", strerror(errno));
+	if (mount("none", MNT, "hugetlbfs", 0,
+		  "pagesize=2M,uid=65534,gid=65534,mode=0700"))
+		cr_skip_test("cannot mount hugetlbfs: %s", strerror(errno));
+	mounted = true;
+	test_mount_pool(RMNT, SZ_2M, &rmounted);
+	cr_assert_eq(mkdir(HOME_DIR, 0700), 0);
+	cr_assert_eq(chown(HOME_DIR, UID, GID), 0);
+	cr_assert_eq(mkdir(DEV, 0755), 0);
+	cr_assert_eq(mkdir(ROOTDIR, 0755), 0);
+	cr_assert_eq(test_copy_file(test_zvmm_bin(), BIN, 0755), 0, "%s",
+		     strerror(errno));
+}
+
+static void teardown(void)
+{
+	if (holder > 0) {
+		kill(holder, SIGKILL);
+		waitpid(holder, NULL, 0);
+		holder = -1;
+	}
+	if (sysctl_saved[0])
+		write_file(SYSCTL, sysctl_saved);
+	(void)!system("rm -f " MNT "/* " RMNT "/* 2>/dev/null");
+	if (mounted)
+		umount(MNT);
+	if (rmounted)
+		umount(RMNT);
+	mounted = rmounted = false;
+	rmdir(MNT);
+	rmdir(RMNT);
+	rmdir(DEV);
+	unlink(BIN);
+	(void)!system("rm -rf " HOME_DIR " " RSTATE " " RCACHE " " ROOTDIR);
+	zero_hugetlb_release(&resv);
+}
+
+TestSuite(user, .init = setup, .fini = teardown, .timeout = 240);
+
+static int make_node(const char *path, dev_t rdev, mode_t mode, gid_t gid)
+{
+	if (mknod(path, S_IFCHR | mode, rdev) || chown(path, 0, gid) ||
+	    chmod(path, mode))
+		return -1;
+	return 0;
+}
+
+/*
+ * In a fresh mount namespace of this (single-threaded) child: /dev/kvm
+ * of group KVM_GID and /dev/userfaultfd as @dev says, the host's nodes
+ * untouched. Exits 125 when it cannot.
+ */
+static void private_devices(enum uffd_dev dev)
+{
+	struct stat kvm;
+
+	if (stat("/dev/kvm", &kvm) || unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		_exit(125);
+	if (dev == DEV_ABSENT) {
+		/* A /dev without userfaultfd: the nodes zvmm may open. */
+		if (mount("tmpfs", "/dev", "tmpfs", 0, "mode=0755") ||
+		    make_node("/dev/kvm", kvm.st_rdev, 0660, KVM_GID) ||
+		    make_node("/dev/null", makedev(1, 3), 0666, 0) ||
+		    make_node("/dev/zero", makedev(1, 5), 0666, 0) ||
+		    make_node("/dev/urandom", makedev(1, 9), 0666, 0))
+			_exit(125);
+		return;
+	}
+	if (mount("tmpfs", DEV, "tmpfs", 0, "mode=0755") ||
+	    make_node(DEV "/kvm", kvm.st_rdev, 0660, KVM_GID) ||
+	    make_node(DEV "/userfaultfd", makedev(10, 257),
+		      dev == DEV_DENIED ? 0600 : 0660, UFFD_GID) ||
+	    mount(DEV "/kvm", "/dev/kvm", NULL, MS_BIND, NULL) ||
+	    mount(DEV "/userfaultfd", "/dev/userfaultfd", NULL, MS_BIND, NULL))
+		_exit(125);
+}
+
+/* zvmm @args as @w, output in r; the environment a login would give. */
+static void launch(const struct who *w, const char *const *args)
+{
+	const char *argv[48];
+	struct test_proc p = { .copy = "" };
+	int pfd[2], n = 0;
+
+	if (w->user) {
+		argv[n++] = "/usr/bin/setpriv";
+		argv[n++] = "--reuid=65534";
+		argv[n++] = "--regid=65534";
+		argv[n++] = w->dev == DEV_GROUP ? "--groups=64990,64991" :
+						  "--groups=64991";
+		argv[n++] = "--";
+	}
+	argv[n++] = "/usr/bin/env";
+	argv[n++] = "-i";
+	argv[n++] = "PATH=/usr/bin:/bin";
+	argv[n++] = w->user ? "HOME=" HOME_DIR : "ZVMM_STATE_DIR=" RSTATE;
+	if (!w->user)
+		argv[n++] = "ZVMM_CACHE_DIR=" RCACHE;
+	argv[n++] = BIN;
+	while (*args && n < 47)
+		argv[n++] = *args++;
+	argv[n] = NULL;
+
+	r.out_len = 0;
+	r.out[0] = '\0';
+	cr_assert_eq(pipe2(pfd, O_CLOEXEC), 0);
+	p.pid = fork();
+	cr_assert_geq(p.pid, 0);
+	if (!p.pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(pfd[1], 1);
+		dup2(pfd[1], 2);
+		umask(022);
+		if (chdir("/"))
+			_exit(125);
+		private_devices(w->dev);
+		execv(argv[0], (char *const *)argv);
+		_exit(126);
+	}
+	close(pfd[1]);
+	p.fd = pfd[0];
+	cr_assert_eq(test_finish_zvmm(&p, &r), 0);
+	cr_assert_neq(r.status, 125, "the test could not make its devices");
+	cr_assert_neq(r.status, 126, "cannot run %s", argv[0]);
+}
+
+static void run_pool(const struct who *w, const char *pool, const char *mode,
+		     const char *on_exit)
+{
+	char m[48], e[48];
+
+	snprintf(m, sizeof(m), "zeroing.mode=%s", mode);
+	snprintf(e, sizeof(e), "pool.on_exit=%s", on_exit);
+	launch(w,
+	       (const char *[]){ "run", "--mem", MEM, "--pool", pool, "--set",
+				 m, "--set", e, "--cmdline", "verify=64",
+				 "--json", "-", "--quiet", NULL });
+}
+
+static void guest_saw_zeros(const char *what)
+{
+	cr_assert_eq(r.status, 0, "%s: status %d: %s", what, r.status, r.out);
+	cr_assert_gt(test_json_u64(r.out, "guest", "verified_bytes"), 0);
+	cr_assert_eq(test_json_u64(r.out, "guest", "nonzero_bytes"), 0,
+		     "%s: the guest read another's bytes: %s", what, r.out);
+}
+
+/*
+ * Tenant after tenant on one pool, each policy: before every launch the
+ * pool is poisoned from outside (a previous tenant's data at every
+ * offset), then a tenant that leaves its own pattern, then a scrubbing
+ * exit whose file is read back. @pool's directory decides whose it is.
+ */
+static void tenants(const struct who *w, const char *pool)
+{
+	static const char *const modes[] = { "prezero", "demand", "hybrid" };
+	char what[64];
+
+	for (unsigned int i = 0; i < 3; i++) {
+		snprintf(what, sizeof(what), "%s %s after poison",
+			 w->user ? "user" : "root", modes[i]);
+		test_poison_file(pool, MEM_BYTES);
+		if (w->user)
+			cr_assert_eq(chown(pool, UID, GID), 0);
+		run_pool(w, pool, modes[i], "keep");
+		guest_saw_zeros(what);
+		/* The next one reads where this guest wrote its pattern. */
+		snprintf(what, sizeof(what), "%s %s after a tenant",
+			 w->user ? "user" : "root", modes[i]);
+		run_pool(w, pool, modes[(i + 1) % 3], "scrub");
+		guest_saw_zeros(what);
+		cr_assert_eq(test_file_find_not_zero(pool, MEM_BYTES), -1,
+			     "%s: a scrubbing exit left bytes", what);
+	}
+}
+
+Test(user, every_policy_tenant_after_tenant)
+{
+	tenants(&user, MNT "/pool");
+	/* Whose files: the user's, where the user keeps them. */
+	cr_assert_eq(access(HOME_DIR "/.local/state/zvmm", F_OK), 0,
+		     "no state directory in the user's home");
+	/* And the same launches as root still pass. */
+	tenants(&root, RMNT "/pool");
+}
+
+Test(user, userfaultfd_comes_from_the_device)
+{
+	launch(&user, (const char *[]){ "run", "--mem", MEM, "--verbose",
+					"--set", "zeroing.mode=demand", NULL });
+	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
+	cr_assert(strstr(r.out, "userfaultfd from /dev/userfaultfd"), "%s",
+		  r.out);
+	cr_assert(strstr(r.out, ", 0 non-zero"), "%s", r.out);
+}
+
+static long free_2m(void)
+{
+	long nr, nfree;
+
+	cr_assert_eq(zero_hugetlb_counts(SZ_2M, &nr, &nfree), 0);
+	return nfree;
+}
+
+/* Refused, with every way out named; nothing created, nothing held. */
+static void refused(const struct who *w, const char *offers)
+{
+	long before = free_2m();
+
+	for (unsigned int i = 0; i < 2; i++) {
+		launch(w, (const char *[]){ "run", "--mem", MEM, "--pool",
+					    MNT "/new", "--set",
+					    i ? "zeroing.mode=hybrid" :
+						"zeroing.mode=demand",
+					    NULL });
+		cr_assert_eq(r.status, 3, "status %d: %s", r.status, r.out);
+		cr_assert(strstr(r.out, "/dev/userfaultfd: "), "%s", r.out);
+		cr_assert(strstr(r.out,
+				 "userfaultfd(2): Operation not permitted"),
+			  "%s", r.out);
+		cr_assert(strstr(r.out, offers), "%s", r.out);
+		cr_assert(strstr(r.out, "vm.unprivileged_userfaultfd=1 (now 0"),
+			  "%s", r.out);
+		cr_assert(strstr(r.out, "prezero policy"), "%s", r.out);
+		cr_assert_neq(access(MNT "/new", F_OK), 0,
+			      "a refused launch left its pool file");
+		cr_assert_eq(free_2m(), before, "hugepages held after refusal");
+	}
+}
+
+Test(user, refused_without_access_to_the_device)
+{
+	static const struct who denied = { true, DEV_DENIED };
+
+	static const struct who outside = { true, DEV_NOT_MEMBER };
+
+	refused(&denied,
+		"which this system has for root alone (group 64990, mode 0600)");
+	cr_assert(strstr(r.out, "/dev/userfaultfd: Permission denied"), "%s",
+		  r.out);
+	refused(&outside,
+		"which this system offers to group 64990 (mode 0660): add this user to group 64990");
+}
+
+Test(user, refused_where_the_kernel_has_no_device)
+{
+	static const struct who absent = { true, DEV_ABSENT };
+
+	refused(&absent,
+		"the one way this system offers: it has no /dev/userfaultfd");
+	cr_assert(strstr(r.out, "/dev/userfaultfd: No such file or directory"),
+		  "%s", r.out);
+}
+
+/* Without the device, the sysctl is the other way, and it is taken. */
+Test(user, the_sysctl_is_the_other_way)
+{
+	static const struct who absent = { true, DEV_ABSENT };
+
+	write_file(SYSCTL, "1");
+	launch(&absent, (const char *[]){ "run", "--mem", MEM, "--verbose",
+					  "--pool", MNT "/pool", "--set",
+					  "zeroing.mode=hybrid", NULL });
+	write_file(SYSCTL, sysctl_saved);
+	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
+	cr_assert(strstr(r.out, "userfaultfd from userfaultfd(2)"), "%s",
+		  r.out);
+	cr_assert(strstr(r.out, ", 0 non-zero"), "%s", r.out);
+}
+
+/*
+ * A process holding the pool open until killed: the user's (a program it
+ * ran, so its /proc is the user's to read, as any of its processes'), or
+ * root's when @as_root.
+ */
+static pid_t hold(const char *pool, bool as_root)
+{
+	const char *sh = "exec 3<\"$0\" && echo held && exec sleep 600";
+	const char *argv[] = { "/usr/bin/setpriv",
+			       "--reuid=65534",
+			       "--regid=65534",
+			       "--clear-groups",
+			       "--",
+			       "/bin/sh",
+			       "-c",
+			       sh,
+			       pool,
+			       NULL };
+	int pfd[2];
+	char c;
+	pid_t pid;
+
+	cr_assert_eq(pipe(pfd), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(pfd[1], 1);
+		close(pfd[0]);
+		execv(as_root ? "/bin/sh" : argv[0],
+		      (char *const *)(as_root ? argv + 5 : argv));
+		_exit(126);
+	}
+	close(pfd[1]);
+	cr_assert_eq(read(pfd[0], &c, 1), 1, "the holder could not open");
+	close(pfd[0]);
+	return pid;
+}
+
+Test(user, a_busy_pool_is_refused)
+{
+	char pid[32];
+
+	run_pool(&user, MNT "/pool", "prezero", "keep");
+	guest_saw_zeros("first launch");
+	/* Held by another process of the same user: named. */
+	holder = hold(MNT "/pool", false);
+	for (unsigned int i = 0; i < 3; i++) {
+		run_pool(&user, MNT "/pool",
+			 (const char *[]){ "prezero", "demand", "hybrid" }[i],
+			 "keep");
+		snprintf(pid, sizeof(pid), "is open by pid %d", (int)holder);
+		cr_assert_eq(r.status, 3, "status %d: %s", r.status, r.out);
+		cr_assert(strstr(r.out, pid), "%s", r.out);
+	}
+	kill(holder, SIGKILL);
+	waitpid(holder, NULL, 0);
+	/* Held by root, whose /proc this user cannot read: still refused. */
+	holder = hold(MNT "/pool", true);
+	run_pool(&user, MNT "/pool", "hybrid", "keep");
+	cr_assert_eq(r.status, 3, "status %d: %s", r.status, r.out);
+	cr_assert(strstr(r.out, "is open by another process"), "%s", r.out);
+	kill(holder, SIGKILL);
+	waitpid(holder, NULL, 0);
+	holder = -1;
+	/* Free again: the pool was left as it was, and is the user's. */
+	test_poison_file(MNT "/pool", MEM_BYTES);
+	run_pool(&user, MNT "/pool", "hybrid", "keep");
+	guest_saw_zeros("after the holders left");
+}
+
+Test(user, what_needs_root_says_so_and_changes_nothing)
+{
+	long nr = test_nr_hugepages(SZ_2M), before = free_2m();
+	char big[32];
+
+	/* --reserve beyond what is free: root's, and the pool is as it was. */
+	snprintf(big, sizeof(big), "%ldM", (before + 8) * 2);
+	launch(&user, (const char *[]){ "run", "--mem", big, "--reserve",
+					"--pool", MNT "/big", NULL });
+	cr_assert_eq(r.status, 3, "status %d: %s", r.status, r.out);
+	cr_assert(strstr(r.out, "only root may raise nr_hugepages"), "%s",
+		  r.out);
+	cr_assert(strstr(r.out, "sudo tee /sys/kernel/mm/hugepages/"), "%s",
+		  r.out);
+	cr_assert_not(strstr(r.out, "could not restore"), "%s", r.out);
+	cr_assert_eq(test_nr_hugepages(SZ_2M), nr);
+	cr_assert_neq(access(MNT "/big", F_OK), 0);
+
+	/* A profile in root's directory: refused before measuring. */
+	launch(&user, (const char *[]){ "calibrate", "--quiet", "--out",
+					ROOTDIR "/calibration.ini", NULL });
+	cr_assert_eq(r.status, 2, "status %d: %s", r.status, r.out);
+	cr_assert(strstr(r.out, "run as root"), "%s", r.out);
+	cr_assert_neq(access(ROOTDIR "/calibration.ini", F_OK), 0);
+
+	/* A pool root made in the user's mount: not the user's to trust. */
+	test_poison_file(MNT "/roots", MEM_BYTES);
+	launch(&user, (const char *[]){ "run", "--mem", MEM, "--pool",
+					MNT "/roots", NULL });
+	cr_assert_eq(r.status, 3, "status %d: %s", r.status, r.out);
+	cr_assert(strstr(r.out, "not by this user"), "%s", r.out);
+	cr_assert_eq(test_file_find_not_zero(MNT "/roots", MEM_BYTES), 0,
+		     "a refused launch changed root's pool");
+	unlink(MNT "/roots");
+
+	/* Root's mount: the user cannot reach it and is told so. */
+	launch(&user, (const char *[]){ "run", "--mem", MEM, "--pool",
+					RMNT "/pool", NULL });
+	cr_assert_eq(r.status, 3, "status %d: %s", r.status, r.out);
+	cr_assert(strstr(r.out, "Permission denied"), "%s", r.out);
+	cr_assert_neq(access(RMNT "/pool", F_OK), 0);
+	cr_assert_eq(free_2m(), before, "hugepages held after the refusals");
+}
+
+/* ------------------------------------------------------- the library */
+
+struct toucher {
+	volatile uint64_t *mem;
+	uint64_t bytes, foreign;
+	uint64_t mark;
+};
+
+/* A vCPU: reads every word, then leaves a mark at an unsampled offset. */
+static void *touch(void *arg)
+{
+	struct toucher *t = arg;
+
+	for (uint64_t i = 0; i < t->bytes / 8; i++)
+		t->foreign += t->mem[i] != 0;
+	for (uint64_t p = 0; p < t->bytes / SZ_2M; p++)
+		t->mem[(p * SZ_2M + 4096 * (p % 511) + 2056) / 8] = t->mark;
+	return NULL;
+}
+
+static void lib_log(void *arg, enum zvmm_log_level level, const char *msg)
+{
+	(void)arg;
+	(void)level;
+	fprintf(stderr, "libzvmm: %s\n", msg);
+}
+
+/* One tenant through the API; the words it read that were not zero. */
+static long lib_tenant(const char *mode, uint64_t mark)
+{
+	struct zvmm_mem mem = ZVMM_MEM_INIT(MEM_BYTES, ZVMM_PAGE_2M);
+	struct toucher t = { .mark = mark };
+	struct zvmm_policy *pol;
+	struct zvmm_guest *g;
+	pthread_t th;
+	void *addr;
+
+	mem.pool_path = MNT "/lib";
+	if (zvmm_policy_new(&pol) ||
+	    zvmm_policy_set(pol, "zeroing.mode", mode) ||
+	    zvmm_policy_set(pol, "pool.on_exit", "keep"))
+		return -1;
+	if (zvmm_guest_open(&mem, pol, &g)) {
+		zvmm_policy_free(pol);
+		return -1;
+	}
+	zvmm_policy_free(pol);
+	if (zvmm_guest_prepare(g, 0) ||
+	    (zvmm_guest_fd(g) >= 0 && zvmm_guest_serve_thread(g, NULL, NULL)))
+		return -1;
+	zvmm_guest_memory(g, &addr, &t.bytes);
+	t.mem = addr;
+	zvmm_guest_start(g);
+	pthread_create(&th, NULL, touch, &t);
+	pthread_join(th, NULL);
+	if (zvmm_guest_stop(g) || zvmm_guest_exit(g))
+		return -1;
+	zvmm_guest_close(g);
+	return (long)t.foreign;
+}
+
+/*
+ * libzvmm in a process that dropped to the user itself: three tenants,
+ * every policy, each reading every word after the one before marked
+ * its pages. Exit 0, or 1 with the reason on stderr.
+ */
+static void lib_as_user(void)
+{
+	static const char *const modes[] = { "demand", "hybrid", "prezero",
+					     "demand" };
+	const gid_t groups[] = { UFFD_GID, KVM_GID };
+	long foreign;
+
+	private_devices(DEV_GROUP);
+	if (setgroups(2, groups) || setresgid(GID, GID, GID) ||
+	    setresuid(UID, UID, UID) || !geteuid())
+		_exit(125);
+	clearenv();
+	setenv("HOME", HOME_DIR, 1);
+	zvmm_set_log(lib_log, NULL, ZVMM_LOG_INFO);
+	for (unsigned int i = 0; i < 4; i++) {
+		foreign = lib_tenant(modes[i], 0x5a5a0000ull + i + 1);
+		if (foreign) {
+			fprintf(stderr, "tenant %u (%s): %ld\n", i, modes[i],
+				foreign);
+			_exit(1);
+		}
+	}
+	_exit(0);
+}
+
+Test(user, the_library_as_a_user)
+{
+	struct test_proc p = { .copy = "" };
+	int pfd[2];
+
+	/* Someone's data before the first tenant: the pool is the user's. */
+	test_poison_file(MNT "/lib", MEM_BYTES);
+	cr_assert_eq(chown(MNT "/lib", UID, GID), 0);
+	cr_assert_eq(pipe2(pfd, O_CLOEXEC), 0);
+	p.pid = fork();
+	cr_assert_geq(p.pid, 0);
+	if (!p.pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(pfd[1], 2);
+		lib_as_user();
+	}
+	close(pfd[1]);
+	p.fd = pfd[0];
+	r.out_len = 0;
+	cr_assert_eq(test_finish_zvmm(&p, &r), 0);
+	cr_assert_eq(r.status, 0, "status %d (-1: an API call failed): %s",
+		     r.status, r.out);
+	/* The tenants' marks stayed theirs; the file is the user's. */
+	cr_assert_eq(test_file_find_not_zero(MNT "/lib", MEM_BYTES) >= 0, true,
+		     "the last tenant's marks are gone");
+}
