@@ -162,7 +162,7 @@ MANPAGES := man/zvmm.1 man/zvmm.conf.5 man/libzvmm.3
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
 		$(DESTDIR)$(INCLUDEDIR)/zvmm $(DESTDIR)$(PKGCONFIGDIR) \
-		$(DESTDIR)$(DATADIR)/zvmm $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(DATADIR)/zvmm/udev $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5
 	install -m 0755 $(O)/zvmm $(DESTDIR)$(BINDIR)/zvmm
 	install -m 0644 $(LIBZ_SO) $(DESTDIR)$(LIBDIR)/
@@ -172,6 +172,8 @@ install: all
 	install -m 0644 include/zvmm/zvmm.h $(DESTDIR)$(INCLUDEDIR)/zvmm/
 	install -m 0644 $(O)/libzvmm/zvmm.pc $(DESTDIR)$(PKGCONFIGDIR)/
 	install -m 0644 configs/*.conf $(DESTDIR)$(DATADIR)/zvmm/
+	install -m 0644 dist/udev/70-zvmm-userfaultfd.rules \
+		$(DESTDIR)$(DATADIR)/zvmm/udev/
 	install -m 0644 man/zvmm.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/libzvmm.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 0644 man/zvmm.conf.5 $(DESTDIR)$(MANDIR)/man5/
@@ -186,7 +188,9 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man1/zvmm.1 $(DESTDIR)$(MANDIR)/man3/libzvmm.3 \
 		$(DESTDIR)$(MANDIR)/man5/zvmm.conf.5
 	rm -f $(addprefix $(DESTDIR)$(DATADIR)/zvmm/,$(notdir $(wildcard configs/*.conf)))
-	-rmdir $(DESTDIR)$(INCLUDEDIR)/zvmm $(DESTDIR)$(DATADIR)/zvmm 2>/dev/null
+	rm -f $(DESTDIR)$(DATADIR)/zvmm/udev/70-zvmm-userfaultfd.rules
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/zvmm $(DESTDIR)$(DATADIR)/zvmm/udev \
+		$(DESTDIR)$(DATADIR)/zvmm 2>/dev/null
 
 # The embedding example, built against an installed libzvmm through
 # pkg-config (PKG_CONFIG_PATH and a sysroot for a DESTDIR install).

@@ -28,8 +28,11 @@
  *
  * Guest memory is hugetlb memory: 2 MiB or 1 GiB pages that the kernel
  * has reserved (nr_hugepages). Demand and hybrid policies serve a
- * vCPU's first touch of a page through userfaultfd, which needs
- * /proc/sys/vm/unprivileged_userfaultfd = 1 or CAP_SYS_PTRACE.
+ * vCPU's first touch of a page through a userfaultfd that handles kernel
+ * faults: from /dev/userfaultfd (Linux 6.1+; read-write access, e.g. by
+ * group) first, else userfaultfd(2) (CAP_SYS_PTRACE, or
+ * vm.unprivileged_userfaultfd = 1). No root is needed otherwise, except
+ * to add hugepages (zvmm_hugepages_reserve()).
  */
 
 #include <stdbool.h>
@@ -252,9 +255,11 @@ ZVMM_API void zvmm_guest_memory(const struct zvmm_guest *g, void **addr,
  * hybrid: the first @boot_bytes (what the VMM's loader writes) made
  * zero; pages already known zero mapped; every other first touch comes
  * to zvmm_guest_process(). After it the VMM may write its boot data
- * into the first @boot_bytes. 0, -ECANCELED, or a negative errno. One
- * call per guest: after a failure, close the guest (a second call is
- * -EALREADY).
+ * into the first @boot_bytes. 0, -ECANCELED, -EPERM when demand or
+ * hybrid can have no userfaultfd (neither way above; the log says which
+ * would help), or a negative errno. One call per guest: after a failure,
+ * close the guest (a second call is -EALREADY); a pool file the open
+ * created is already removed then.
  */
 ZVMM_API int zvmm_guest_prepare(struct zvmm_guest *g, uint64_t boot_bytes);
 
