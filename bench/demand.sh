@@ -8,7 +8,11 @@
 #  3. a 1 GiB demand fault against clearing 1 GiB with all workers at the
 #     engine's own scrub rate, measured just before by `zvmm prezero`;
 #  4. guest touch time on a warm 16 GiB pool: prezero, demand, hybrid and a
-#     relaunch after on_exit=scrub.
+#     relaunch after on_exit=scrub;
+#  5. the same zvmm as an unprivileged user (uid 65534: /dev/kvm and
+#     /dev/userfaultfd by group in a mount namespace of its own, a
+#     hugetlbfs mount with uid=, the hugepages reserved by root) next to
+#     root: ready_ms and fault latency, demand and hybrid, interleaved.
 # Every pool is poisoned (bench/tools/poison.c) before each run, and the
 # memory is warmed by an untimed run first. Median of REPS (default 3).
 set -euo pipefail
@@ -31,6 +35,10 @@ cleanup() {
 	umount "$MNT" 2>/dev/null || true
 	rmdir "$MNT" 2>/dev/null || true
 	rm -rf "$ZVMM_STATE_DIR"
+	rm -f "$MNT".user/pool 2>/dev/null || true
+	umount "$MNT".user 2>/dev/null || true
+	rmdir "$MNT".user "$MNT".dev 2>/dev/null || true
+	rm -rf "$MNT".home "$MNT".bin
 	for f in "${!saved[@]}"; do echo "${saved[$f]}" >"$f"; done
 }
 trap cleanup EXIT INT TERM
@@ -123,4 +131,67 @@ for _ in $(seq "$REPS"); do
 	t+=" $(json "$OUT" touch_ms)"; r+=" $(json "$OUT" ready_ms)"; f+=" $(section "$OUT" demand faults)"
 done
 printf '%-16s %10s %10s %8s\n' "scrub+relaunch" "$(echo "$t" | median)" "$(echo "$r" | median)" "$(echo "$f" | median)"
+
+echo "== 5. as a user (uid 65534, /dev/userfaultfd by group) and as root, 2 GiB warm poisoned pools, 2M pages (median of $REPS)"
+# The user's devices exist only in its launch's mount namespace: nothing on
+# the host changes. zvmm is copied where any user may run it.
+mkdir -p "$MNT".user "$MNT".dev "$MNT".home
+chown 65534:65534 "$MNT".home
+install -m 0755 "$ZVMM" "$MNT".bin
+kvm_dev=$(stat -c '%t %T' /dev/kvm)
+as_user() {
+	unshare -m --propagation private bash -c '
+		d=$1 h=$2; shift 2
+		mount -t tmpfs -o mode=0755 none "$d" &&
+		mknod -m 0660 "$d/kvm" c $((16#${KVM% *})) $((16#${KVM#* })) &&
+		mknod -m 0660 "$d/uffd" c 10 257 &&
+		chgrp 64991 "$d/kvm" && chgrp 64990 "$d/uffd" &&
+		mount --bind "$d/kvm" /dev/kvm &&
+		mount --bind "$d/uffd" /dev/userfaultfd &&
+		exec setpriv --reuid=65534 --regid=65534 --groups=64990,64991 -- \
+			env -i PATH=/usr/bin:/bin HOME="$h" "$@"' \
+		- "$MNT".dev "$MNT".home "$@"
+}
+setup 2M 4
+mount -t hugetlbfs -o pagesize=2M,uid=65534,gid=65534,mode=0700 none "$MNT".user
+# urun WHO POLICY: poison WHO's pool, launch, JSON in $OUT
+urun() {
+	local pool=$MNT/pool
+	[ "$1" = user ] && pool=$MNT.user/pool
+	"$POISON" "$pool" $((2 << 30))
+	if [ "$1" = user ]; then
+		chown 65534:65534 "$pool"
+		KVM=$kvm_dev as_user "$MNT".bin run --mem 2G --pool "$pool" \
+			--set zeroing.mode="$2" --set pool.on_exit=keep \
+			--quiet --json - 2>/dev/null >"$OUT"
+	else
+		"$ZVMM" run --mem 2G --pool "$pool" --set zeroing.mode="$2" \
+			--set pool.on_exit=keep --quiet --json - 2>/dev/null >"$OUT"
+	fi
+}
+# Warm both pools; the first hybrid launch of each user measures the
+# backends and keeps its profile, as a user's first launch would.
+for pol in demand hybrid; do urun user "$pol"; urun root "$pol"; done
+printf '%-8s %-6s %10s %8s %8s %8s\n' policy who ready_ms p50_us p99_us nonzero
+for pol in demand hybrid; do
+	declare -A rd=() p5=() p9=() nz=()
+	for _ in $(seq "$REPS"); do
+		for who in user root; do
+			urun "$who" "$pol"
+			rd[$who]+=" $(json "$OUT" ready_ms)"
+			p5[$who]+=" $(json "$OUT" p50)"
+			p9[$who]+=" $(json "$OUT" p99)"
+			nz[$who]+=" $(json "$OUT" nonzero_bytes)"
+		done
+	done
+	for who in user root; do
+		printf '%-8s %-6s %10s %8s %8s %8s\n' "$pol" "$who" \
+			"$(echo "${rd[$who]}" | median)" "$(echo "${p5[$who]}" | median)" \
+			"$(echo "${p9[$who]}" | median)" "$(echo "${nz[$who]}" | median)"
+	done
+	awk -v u="$(echo "${rd[user]}" | median)" -v r="$(echo "${rd[root]}" | median)" \
+		-v pu="$(echo "${p5[user]}" | median)" -v pr="$(echo "${p5[root]}" | median)" -v pol="$pol" \
+		'BEGIN { printf "%s user/root: ready %.2fx, fault p50 %s\n", pol, u / r,
+			pr > 0 ? sprintf("%.2fx", pu / pr) : "- (no faults)" }'
+done
 rm -f "$OUT"
