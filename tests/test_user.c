@@ -498,6 +498,27 @@ Test(user, what_needs_root_says_so_and_changes_nothing)
 	cr_assert_eq(free_2m(), before, "hugepages held after the refusals");
 }
 
+/* The other verbs a user runs: none of them asks for root. */
+Test(user, every_other_verb_runs_as_a_user)
+{
+	test_poison_file(MNT "/pre", MEM_BYTES);
+	cr_assert_eq(chown(MNT "/pre", UID, GID), 0);
+	launch(&user, (const char *[]){ "prezero", "--mem", MEM, "--pool",
+					MNT "/pre", "--quiet", NULL });
+	cr_assert_eq(r.status, 0, "prezero: status %d: %s", r.status, r.out);
+	cr_assert_eq(test_file_find_not_zero(MNT "/pre", MEM_BYTES), -1,
+		     "prezero as a user left bytes");
+	launch(&user, (const char *[]){ "calibrate", "--out", "-", NULL });
+	cr_assert_eq(r.status, 0, "calibrate: status %d: %s", r.status, r.out);
+	cr_assert(strstr(r.out, "best"), "%s", r.out);
+	launch(&user, (const char *[]){ "backends", NULL });
+	cr_assert_eq(r.status, 0, "backends: status %d: %s", r.status, r.out);
+	launch(&user, (const char *[]){ "policy", "--set",
+					"zeroing.mode=demand", NULL });
+	cr_assert_eq(r.status, 0, "policy: status %d: %s", r.status, r.out);
+	cr_assert(strstr(r.out, "demand"), "%s", r.out);
+}
+
 /* ------------------------------------------------------- the library */
 
 struct toucher {
