@@ -461,6 +461,23 @@ int zvmm_guest_prepare(struct zvmm_guest *v, uint64_t boot_bytes)
 	return fail(ret, err);
 }
 
+int zvmm_guest_access(struct zvmm_guest *v, uint64_t offset, uint64_t bytes)
+{
+	char err[512] = "";
+	int ret;
+
+	if (!v->prepared)
+		return fail(
+			-EINVAL,
+			"zvmm_guest_access() before a successful zvmm_guest_prepare()");
+	/* The serving calls' lock: a fault of the same page is served by
+	 * one or the other, whole. */
+	pthread_mutex_lock(&v->serve_lock);
+	ret = zero_guest_access(v->g, offset, bytes, err, sizeof(err));
+	pthread_mutex_unlock(&v->serve_lock);
+	return fail(ret, err);
+}
+
 void zvmm_guest_start(struct zvmm_guest *v)
 {
 	zero_guest_start(v->g);
@@ -568,7 +585,9 @@ int zvmm_guest_stop(struct zvmm_guest *v)
 		v->wake_fd = -1;
 		v->thread_on = false;
 	}
+	pthread_mutex_lock(&v->serve_lock);
 	zero_guest_stop(v->g);
+	pthread_mutex_unlock(&v->serve_lock);
 	return v->thread_err;
 }
 

@@ -59,7 +59,7 @@ static void *demand_thread(void *arg)
 		if (!d->scrub_fresh &&
 		    !zero_page_move(d->mem->pages, page, ZP_FRESH, ZP_MAPPED))
 			goto mapped; /* the kernel zeroed it (shmem: zeros) */
-		ret = zero_pool_demand(d->pool, page);
+		ret = zero_pool_demand(d->pool, page, true);
 		if (ret == -ECANCELED)
 			break;
 		if (ret) {

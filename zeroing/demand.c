@@ -340,7 +340,43 @@ int zero_demand_complete(struct zero_demand *f)
 	return 0;
 }
 
-static void clock_now_here(struct zero_demand *f, uint64_t page,
+int zero_demand_access(struct zero_demand *f, uint64_t first, uint64_t end)
+{
+	struct zero_pages *pages = f->mem->pages;
+	int ret;
+
+	/*
+	 * Every page that needs it is handed to the workers first, so a
+	 * range of many pages is cleared in parallel, then each is waited
+	 * for and mapped in turn. A page a vCPU waits on is mapped as for
+	 * its fault (map_page() wakes it and keeps its latency).
+	 */
+	for (uint64_t i = first; i < end; i++) {
+		enum zero_page_state s = zero_page_get(pages, i);
+
+		if (s == ZP_DIRTY || s == ZP_FRESH) {
+			ret = zero_engine_demand_async(f->engine, i);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	for (uint64_t i = first; i < end; i++) {
+		if (zero_page_get(pages, i) == ZP_MAPPED)
+			continue;
+		ret = zero_engine_demand_wait(f->engine, i);
+		if (ret)
+			return ret;
+		if (f->pending[i] > 0)
+			ret = map_page(f, i);
+		else
+			ret = zero_demand_map_ahead(f, i, i + 1);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+void zero_demand_make_zero(struct zero_demand *f, uint64_t page,
 			   arch_clear_fn clear)
 {
 	struct zero_mem *m = f->mem;
@@ -384,7 +420,7 @@ void zero_demand_drain(struct zero_demand *f, arch_clear_fn clear)
 	for (uint64_t p = 0; p < f->mem->nr_pages; p++) {
 		if (!f->pending[p])
 			continue;
-		clock_now_here(f, p, clear);
+		zero_demand_make_zero(f, p, clear);
 		(void)!map_page(f, p);
 	}
 }

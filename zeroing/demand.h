@@ -69,6 +69,15 @@ void zero_demand_close(struct zero_demand *f);
 int zero_demand_map_ahead(struct zero_demand *f, uint64_t first, uint64_t end)
 	__attribute__((warn_unused_result));
 
+/*
+ * Makes pages [@first, @end) ZERO where they are not yet the guest's, and
+ * maps them, waiting for the workers: after it no access to them, from
+ * any thread, faults to zvmm. The caller serialises it with the serving
+ * calls. 0, or a negative errno (-ECANCELED once the run is cancelled).
+ */
+int zero_demand_access(struct zero_demand *f, uint64_t first, uint64_t end)
+	__attribute__((warn_unused_result));
+
 /* Reads every queued fault and serves it or hands it to the workers. */
 int zero_demand_read(struct zero_demand *f) __attribute__((warn_unused_result));
 
@@ -83,6 +92,13 @@ int zero_demand_complete(struct zero_demand *f)
  * never runs again, but it still never gets a stale page.
  */
 void zero_demand_drain(struct zero_demand *f, arch_clear_fn clear);
+
+/*
+ * With the workers quiesced: makes page @page ZERO here with @clear (a
+ * hole populated) if it is DIRTY or FRESH; left as it was on failure.
+ */
+void zero_demand_make_zero(struct zero_demand *f, uint64_t page,
+			   arch_clear_fn clear);
 
 /* Latency percentile @q (0..1) in microseconds, 0 without faults. */
 double zero_demand_latency(struct zero_demand *f, double q);

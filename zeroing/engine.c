@@ -293,7 +293,14 @@ int zero_engine_demand(struct zero_engine *e, uint64_t page)
 {
 	int i = pool_of(e, page);
 
-	return i < 0 ? -EINVAL : zero_pool_demand(e->pool[i], page);
+	return i < 0 ? -EINVAL : zero_pool_demand(e->pool[i], page, true);
+}
+
+int zero_engine_demand_wait(struct zero_engine *e, uint64_t page)
+{
+	int i = pool_of(e, page);
+
+	return i < 0 ? -EINVAL : zero_pool_demand(e->pool[i], page, false);
 }
 
 void zero_engine_cancel(struct zero_engine *e)

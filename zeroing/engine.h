@@ -74,6 +74,10 @@ int zero_engine_prezero(struct zero_engine *e, struct zero_prezero_report *r)
 int zero_engine_demand(struct zero_engine *e, uint64_t page)
 	__attribute__((warn_unused_result));
 
+/* The same for a page zero_engine_demand_async() queued: not counted again. */
+int zero_engine_demand_wait(struct zero_engine *e, uint64_t page)
+	__attribute__((warn_unused_result));
+
 /*
  * Stops every pool within one chunk; callable from any thread. Sticky:
  * work started later is cancelled too, until zero_engine_resume().

@@ -373,6 +373,44 @@ int zero_guest_serve(struct zero_guest *g)
 	return ret == -ECANCELED ? 0 : ret;
 }
 
+int zero_guest_access(struct zero_guest *g, uint64_t offset, uint64_t bytes,
+		      char *err, size_t len)
+{
+	struct zero_mem *m = g->mem;
+	uint64_t first, end;
+	int ret;
+
+	if (offset > m->bytes || bytes > m->bytes - offset) {
+		snprintf(
+			err, len,
+			"range [%llu, +%llu) is outside the guest's %llu bytes",
+			(unsigned long long)offset, (unsigned long long)bytes,
+			(unsigned long long)m->bytes);
+		return -EINVAL;
+	}
+	/* prezero: every page was mapped zero by prepare; none faults. */
+	if (!bytes || !g->demand_open)
+		return 0;
+	first = offset / m->page_bytes;
+	end = (offset + bytes + m->page_bytes - 1) / m->page_bytes;
+	/*
+	 * Once stopped the workers are quiesced: the pages are made zero
+	 * here, as the drain does for a vCPU still leaving.
+	 */
+	if (g->stopped) {
+		for (uint64_t i = first; i < end; i++)
+			zero_demand_make_zero(&g->demand, i,
+					      zero_engine_clear_fn(g->engine));
+		ret = zero_demand_map_ahead(&g->demand, first, end);
+	} else {
+		ret = zero_demand_access(&g->demand, first, end);
+	}
+	if (ret < 0 && ret != -ECANCELED)
+		snprintf(err, len, "making guest memory ready failed: %s",
+			 strerror(-ret));
+	return ret < 0 ? ret : 0;
+}
+
 void zero_guest_set_progress(struct zero_guest *g, zero_progress_fn *fn,
 			     void *arg)
 {

@@ -130,6 +130,16 @@ int zero_guest_serve(struct zero_guest *g) __attribute__((warn_unused_result));
  * zero_guest_prezero(), on_exit's scrub), from the thread that called
  * them, about ten times a second. zeroing/ draws nothing itself.
  */
+/*
+ * The pages of [@offset, @offset + @bytes) that are not the guest's yet
+ * made zero and mapped, so that the VMM's own threads may touch them
+ * (zvmm_guest_access()). After prepare; serialised with zero_guest_serve()
+ * by the caller.
+ */
+int zero_guest_access(struct zero_guest *g, uint64_t offset, uint64_t bytes,
+		      char *err, size_t err_len)
+	__attribute__((warn_unused_result));
+
 void zero_guest_set_progress(struct zero_guest *g, zero_progress_fn *fn,
 			     void *arg);
 

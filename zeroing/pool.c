@@ -547,9 +547,9 @@ static bool owns(const struct zero_pool *pool, uint64_t page)
 	       page < pool->cfg.first_page + pool->cfg.nr_pages;
 }
 
-int zero_pool_demand(struct zero_pool *pool, uint64_t page)
+int zero_pool_demand(struct zero_pool *pool, uint64_t page, bool count)
 {
-	bool counted = false;
+	bool counted = !count;
 	int ret;
 
 	if (!owns(pool, page))
@@ -647,10 +647,10 @@ void zero_pool_get_stats(struct zero_pool *pool, struct zero_pool_stats *s)
 	pthread_mutex_lock(&pool->lock);
 	*s = pool->st;
 	s->bg_active = pool->bg_active;
-	s->bg_seconds = !pool->bg_start ?
-				0 :
-				(pool->bg_active ? clock_now() : pool->bg_stop) -
-					pool->bg_start;
+	s->bg_seconds = !pool->bg_start ? 0 :
+					  (pool->bg_active ? clock_now() :
+							     pool->bg_stop) -
+						  pool->bg_start;
 	pthread_mutex_unlock(&pool->lock);
 	for (uint64_t p = pool->cfg.first_page;
 	     p < pool->cfg.first_page + pool->cfg.nr_pages; p++) {

@@ -76,8 +76,10 @@ int zero_pool_wait(struct zero_pool *pool, void (*progress)(void *arg),
  * Makes page @page (an index into the memory) ZERO before anything in
  * the background, and waits for it. Returns 0 when the page is ZERO (or
  * already MAPPED), -ECANCELED when cancelled first, or a worker's error.
+ * @count: a demand page of the stats (false: one already counted when
+ * zero_pool_demand_async() queued it, now only waited for).
  */
-int zero_pool_demand(struct zero_pool *pool, uint64_t page)
+int zero_pool_demand(struct zero_pool *pool, uint64_t page, bool count)
 	__attribute__((warn_unused_result));
 
 /*

@@ -263,6 +263,36 @@ ZVMM_API void zvmm_guest_memory(const struct zvmm_guest *g, void **addr,
  */
 ZVMM_API int zvmm_guest_prepare(struct zvmm_guest *g, uint64_t boot_bytes);
 
+/*
+ * Makes the guest memory [@offset, @offset + @bytes) safe for the VMM's
+ * own threads to read and write: every page the range touches (whole
+ * pages: any offset and length, rounded out) that is not the guest's yet
+ * is made zero and mapped, waiting for the workers; a page the guest has
+ * is left as it is. After it, no access to those pages, from any thread,
+ * waits on the library.
+ *
+ * The rule for a VMM under demand and hybrid: guest memory is touched
+ * from a thread other than a vCPU only after this call covered it. A
+ * read of a page the guest never touched is otherwise a fault that only
+ * the serving thread answers: from the serving thread itself (the one
+ * that calls zvmm_guest_process()) it never returns. So:
+ *  - before zvmm_guest_start(), for every range the VMM writes beyond
+ *    prepare's @boot_bytes: an initrd or a device tree at the top of RAM,
+ *    a snapshot's pages; repeat the call per range;
+ *  - after it, in a device model, for a virtqueue's ring and buffers
+ *    before reading them (a page the guest wrote is already mapped, and
+ *    the call then costs a table lookup per page).
+ * Under prezero nothing faults and the call only checks the range.
+ *
+ * After a successful zvmm_guest_prepare(), until zvmm_guest_close(); any
+ * thread, including the serving one (not from a signal handler). A call
+ * serialises with serving: it may hold the guest's faults for the time
+ * one page takes to clear. 0, -EINVAL (out of range, or before prepare),
+ * -ECANCELED after zvmm_guest_cancel(), or a worker's error.
+ */
+ZVMM_API int zvmm_guest_access(struct zvmm_guest *g, uint64_t offset,
+			       uint64_t bytes);
+
 /* The vCPUs run: hybrid starts scrubbing in the background. */
 ZVMM_API void zvmm_guest_start(struct zvmm_guest *g);
 

@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The VMM's own threads and guest memory (zvmm_guest_access()), through
+ * the public header alone: the serving thread reading and writing guest
+ * RAM itself (a device model in the event loop), another thread doing
+ * so while the library serves, and an "initrd" written at the top of RAM
+ * before start. Each on a pool full of someone else's data, under every
+ * policy, checked word by word from a vCPU's side: nothing the VMM did
+ * not write is other than zero, and what it wrote is still there.
+ */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../include/zvmm/zvmm.h"
+#include "helpers.h"
+
+#define MIB (1ULL << 20)
+#define POOL_BYTES (32 * MIB)
+#define MNT "/tmp/zvmm-test-access"
+#define POOL MNT "/pool"
+#define STATE MNT ".state"
+#define MARK 0x7e57ab1e00000000ull
+
+static struct zvmm_reservation *resv;
+static bool mounted;
+static char logged[4096];
+
+static void log_cb(void *arg, enum zvmm_log_level level, const char *msg)
+{
+	size_t n = strlen(logged);
+
+	(void)arg;
+	(void)level;
+	snprintf(logged + n, sizeof(logged) - n, "%s\n", msg);
+}
+
+static void setup(void)
+{
+	int ret;
+
+	logged[0] = '\0';
+	zvmm_set_log(log_cb, NULL, ZVMM_LOG_INFO);
+	setenv("ZVMM_STATE_DIR", STATE, 1);
+	if (geteuid())
+		cr_skip_test("needs root (hugetlbfs mount, hugepages)");
+	ret = zvmm_hugepages_reserve(ZVMM_PAGE_2M, POOL_BYTES / ZVMM_PAGE_2M,
+				     &resv);
+	if (ret)
+		cr_skip_test("cannot reserve 16 free 2 MiB hugepages: %s",
+			     strerror(-ret));
+	mkdir(MNT, 0700);
+	if (mount("none", MNT, "hugetlbfs", 0, "pagesize=2M"))
+		cr_skip_test("cannot mount hugetlbfs at %s: %s", MNT,
+			     strerror(errno));
+	mounted = true;
+	test_poison_file(POOL, POOL_BYTES);
+}
+
+static void teardown(void)
+{
+	unlink(POOL);
+	if (mounted)
+		umount(MNT);
+	mounted = false;
+	rmdir(MNT);
+	(void)!system("rm -rf " STATE);
+	zvmm_hugepages_release(resv);
+	resv = NULL;
+	zvmm_set_log(NULL, NULL, ZVMM_LOG_ERROR);
+}
+
+TestSuite(access, .init = setup, .fini = teardown, .timeout = 120);
+
+struct launch {
+	char mode[12];
+	bool poll; /* serve from the test's loop, not the library's thread */
+};
+
+static struct launch launches[] = {
+	{ "prezero", true },  { "demand", true },  { "hybrid", true },
+	{ "prezero", false }, { "demand", false }, { "hybrid", false },
+};
+
+/* The VMM's writes: @n words at @off, each MARK + its index. */
+struct vmm_write {
+	uint64_t off, n;
+};
+
+struct vcpu {
+	volatile uint64_t *mem;
+	uint64_t bytes;
+	const struct vmm_write *w;
+	unsigned int nw;
+	uint64_t foreign, lost; /* words not zero that the VMM did not write;
+				   VMM words that changed */
+	volatile bool done;
+};
+
+static bool vmm_word(const struct vcpu *c, uint64_t i, uint64_t *want)
+{
+	for (unsigned int k = 0; k < c->nw; k++)
+		if (i * 8 >= c->w[k].off &&
+		    i * 8 < c->w[k].off + c->w[k].n * 8) {
+			*want = MARK + (i * 8 - c->w[k].off) / 8;
+			return true;
+		}
+	return false;
+}
+
+/* A vCPU: reads every word of guest memory, top down. */
+static void *vcpu(void *arg)
+{
+	struct vcpu *c = arg;
+
+	for (uint64_t i = c->bytes / 8; i-- > 0;) {
+		uint64_t v = c->mem[i], want;
+
+		if (vmm_word(c, i, &want))
+			c->lost += v != want;
+		else
+			c->foreign += v != 0;
+	}
+	c->done = true;
+	return NULL;
+}
+
+/* The VMM's write of @w, after making the range ready; reads it first. */
+static void vmm_writes(struct zvmm_guest *g, volatile uint64_t *mem,
+		       const struct vmm_write *w)
+{
+	int ret = zvmm_guest_access(g, w->off, w->n * 8);
+
+	cr_assert_eq(ret, 0, "access: %s: %s", strerror(-ret), logged);
+	for (uint64_t i = 0; i < w->n; i++)
+		cr_assert_eq(mem[w->off / 8 + i], 0,
+			     "the VMM read someone's data at %llu",
+			     (unsigned long long)(w->off + i * 8));
+	for (uint64_t i = 0; i < w->n; i++)
+		mem[w->off / 8 + i] = MARK + i;
+}
+
+static struct zvmm_guest *open_guest(const char *mode)
+{
+	struct zvmm_mem mem = ZVMM_MEM_INIT(POOL_BYTES, ZVMM_PAGE_2M);
+	struct zvmm_policy *pol;
+	struct zvmm_guest *g;
+	int ret;
+
+	mem.pool_path = POOL;
+	cr_assert_eq(zvmm_policy_new(&pol), 0);
+	cr_assert_eq(zvmm_policy_set(pol, "zeroing.mode", mode), 0);
+	cr_assert_eq(zvmm_policy_set(pol, "pool.on_exit", "keep"), 0);
+	ret = zvmm_guest_open(&mem, pol, &g);
+	zvmm_policy_free(pol);
+	cr_assert_eq(ret, 0, "open: %s: %s", strerror(-ret), logged);
+	return g;
+}
+
+/* Serves from this thread until the vCPU is done. */
+static void serve_until(struct zvmm_guest *g, struct vcpu *c, pthread_t th)
+{
+	struct pollfd p = { .fd = zvmm_guest_fd(g), .events = POLLIN };
+
+	while (pthread_tryjoin_np(th, NULL)) {
+		if (p.fd >= 0 && poll(&p, 1, 10) > 0)
+			cr_assert_eq(zvmm_guest_process(g), 0, "%s", logged);
+		else if (p.fd < 0)
+			usleep(1000);
+	}
+	(void)c;
+}
+
+ParameterizedTestParameters(access, the_serving_thread_touches_guest_ram)
+{
+	return cr_make_param_array(struct launch, launches,
+				   sizeof(launches) / sizeof(launches[0]));
+}
+
+/*
+ * The thread that serves (the test's loop, polling the library's fd, or
+ * with the library's own serve thread the test thread as a device model)
+ * reads and writes the last pages of RAM and a page in the middle while
+ * a vCPU faults its way down from the top: no hang, no stranger's byte,
+ * and the VMM's words intact.
+ */
+ParameterizedTest(struct launch *l, access,
+		  the_serving_thread_touches_guest_ram)
+{
+	const struct vmm_write w[] = {
+		{ POOL_BYTES - 64, 8 }, /* the last words of RAM */
+		{ POOL_BYTES / 2 + 4096 + 8, 512 }, /* unaligned, mid-RAM */
+	};
+	struct vcpu c = { .w = w, .nw = 2 };
+	struct zvmm_guest *g = open_guest(l->mode);
+	pthread_t th;
+	void *addr;
+
+	cr_assert_eq(zvmm_guest_prepare(g, 0), 0, "%s", logged);
+	if (!l->poll)
+		cr_assert_eq(zvmm_guest_serve_thread(g, NULL, NULL), 0);
+	zvmm_guest_memory(g, &addr, &c.bytes);
+	c.mem = addr;
+	zvmm_guest_start(g);
+	/* The serving thread is this one: it never reaches process() while
+	 * it waits for a page, so without access() it would hang here. */
+	vmm_writes(g, c.mem, &w[0]);
+	pthread_create(&th, NULL, vcpu, &c);
+	vmm_writes(g, c.mem, &w[1]);
+	if (l->poll)
+		serve_until(g, &c, th);
+	else
+		pthread_join(th, NULL);
+	cr_assert_eq(zvmm_guest_stop(g), 0, "%s", logged);
+	cr_assert_eq(zvmm_guest_exit(g), 0, "%s", logged);
+	zvmm_guest_close(g);
+	cr_assert(c.done);
+	/* The vCPU may have read a page before the VMM wrote it. */
+	cr_assert_eq(c.foreign, 0, "%s: %llu words of someone else's", l->mode,
+		     (unsigned long long)c.foreign);
+}
+
+ParameterizedTestParameters(access, an_initrd_at_the_top_of_ram)
+{
+	return cr_make_param_array(struct launch, launches,
+				   sizeof(launches) / sizeof(launches[0]));
+}
+
+/*
+ * A loader's ranges beyond prepare's boot bytes, named before start: an
+ * "initrd" ending 8 bytes short of the top of RAM, and a "device tree"
+ * one page below it. The vCPU then finds them whole, and nothing else.
+ */
+ParameterizedTest(struct launch *l, access, an_initrd_at_the_top_of_ram)
+{
+	const struct vmm_write w[] = {
+		{ POOL_BYTES - 5 * MIB - 8, 5 * MIB / 8 }, /* the initrd */
+		{ POOL_BYTES - 8 * MIB + 72, 64 }, /* the device tree */
+	};
+	struct vcpu c = { .w = w, .nw = 2 };
+	struct zvmm_guest *g = open_guest(l->mode);
+	pthread_t th;
+	void *addr;
+
+	cr_assert_eq(zvmm_guest_prepare(g, 4096), 0, "%s", logged);
+	zvmm_guest_memory(g, &addr, &c.bytes);
+	c.mem = addr;
+	vmm_writes(g, c.mem, &w[0]);
+	vmm_writes(g, c.mem, &w[1]);
+	if (!l->poll)
+		cr_assert_eq(zvmm_guest_serve_thread(g, NULL, NULL), 0);
+	zvmm_guest_start(g);
+	pthread_create(&th, NULL, vcpu, &c);
+	if (l->poll)
+		serve_until(g, &c, th);
+	else
+		pthread_join(th, NULL);
+	cr_assert_eq(zvmm_guest_stop(g), 0, "%s", logged);
+	cr_assert_eq(zvmm_guest_exit(g), 0, "%s", logged);
+	zvmm_guest_close(g);
+	cr_assert_eq(c.lost, 0, "%s: %llu of the VMM's words changed", l->mode,
+		     (unsigned long long)c.lost);
+	cr_assert_eq(c.foreign, 0, "%s: %llu words of someone else's", l->mode,
+		     (unsigned long long)c.foreign);
+}
+
+Test(access, bad_ranges_are_einval)
+{
+	struct zvmm_guest *g = open_guest("demand");
+
+	cr_assert_eq(zvmm_guest_access(g, 0, 4096), -EINVAL,
+		     "access before prepare");
+	cr_assert_eq(zvmm_guest_prepare(g, 0), 0, "%s", logged);
+	cr_assert_eq(zvmm_guest_access(g, POOL_BYTES - 8, 16), -EINVAL);
+	cr_assert_eq(zvmm_guest_access(g, UINT64_MAX, 2), -EINVAL);
+	cr_assert_eq(zvmm_guest_access(g, 8, UINT64_MAX), -EINVAL);
+	cr_assert_eq(zvmm_guest_access(g, POOL_BYTES, 0), 0);
+	cr_assert_eq(zvmm_guest_access(g, 0, POOL_BYTES), 0, "%s", logged);
+	cr_assert_eq(zvmm_guest_stop(g), 0);
+	cr_assert_eq(zvmm_guest_exit(g), 0);
+	zvmm_guest_close(g);
+}
