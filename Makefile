@@ -158,6 +158,10 @@ $(O)/libzvmm/zvmm.pc: api/zvmm.pc.in include/zvmm/zvmm.h $(O)/.installdirs
 		-e 's|@REQUIRES@|$(LIBZ_PC)|' $< >$@
 
 MANPAGES := man/zvmm.1 man/zvmm.conf.5 man/libzvmm.3
+# One manual page name per API function (`man 3 zvmm_guest_open`): each a
+# .so link to libzvmm(3), where the functions are described together.
+lparen := (
+API_FUNCS := $(shell sed -n 's/^ZVMM_API [^$(lparen)]*[ *]\(zvmm_[a-z_0-9]*\)$(lparen).*/\1/p' include/zvmm/zvmm.h)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) \
@@ -176,6 +180,9 @@ install: all
 		$(DESTDIR)$(DATADIR)/zvmm/udev/
 	install -m 0644 man/zvmm.1 $(DESTDIR)$(MANDIR)/man1/
 	install -m 0644 man/libzvmm.3 $(DESTDIR)$(MANDIR)/man3/
+	for f in $(API_FUNCS); do \
+		echo '.so man3/libzvmm.3' >$(DESTDIR)$(MANDIR)/man3/$$f.3; \
+	done
 	install -m 0644 man/zvmm.conf.5 $(DESTDIR)$(MANDIR)/man5/
 
 uninstall:
@@ -186,7 +193,8 @@ uninstall:
 		$(DESTDIR)$(INCLUDEDIR)/zvmm/zvmm.h \
 		$(DESTDIR)$(PKGCONFIGDIR)/zvmm.pc \
 		$(DESTDIR)$(MANDIR)/man1/zvmm.1 $(DESTDIR)$(MANDIR)/man3/libzvmm.3 \
-		$(DESTDIR)$(MANDIR)/man5/zvmm.conf.5
+		$(DESTDIR)$(MANDIR)/man5/zvmm.conf.5 \
+		$(addprefix $(DESTDIR)$(MANDIR)/man3/,$(addsuffix .3,$(API_FUNCS)))
 	rm -f $(addprefix $(DESTDIR)$(DATADIR)/zvmm/,$(notdir $(wildcard configs/*.conf)))
 	rm -f $(DESTDIR)$(DATADIR)/zvmm/udev/70-zvmm-userfaultfd.rules
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/zvmm $(DESTDIR)$(DATADIR)/zvmm/udev \

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -419,6 +420,18 @@ void zvmm_guest_memory(const struct zvmm_guest *v, void **addr, uint64_t *bytes)
 	*bytes = l->bytes;
 }
 
+void zvmm_guest_layout(const struct zvmm_guest *v, struct zvmm_layout *out)
+{
+	const struct zero_guest_layout *l = zero_guest_layout(v->g);
+
+	memset(out, 0, sizeof(*out));
+	out->fd = l->fd;
+	out->offset = 0;
+	out->bytes = l->bytes;
+	out->page_bytes = l->page_bytes;
+	out->addr = l->guest;
+}
+
 static int make_epoll(struct zvmm_guest *v)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -503,11 +516,19 @@ int zvmm_guest_process(struct zvmm_guest *v)
 	return ret;
 }
 
+/*
+ * The library's serving thread: faults and finished pages until the run
+ * stops, then the drain of every fault still arriving (a vCPU leaving
+ * KVM_RUN), until zvmm_guest_exit() or zvmm_guest_close() ends it. After
+ * a failure it drains too: the vCPUs are told through @on_error, and none
+ * is left caught while they leave.
+ */
 static void *serve_thread(void *arg)
 {
 	struct zvmm_guest *v = arg;
 	struct pollfd p[2] = { { .fd = v->epoll_fd, .events = POLLIN },
 			       { .fd = v->wake_fd, .events = POLLIN } };
+	bool failed = false;
 
 	for (;;) {
 		int ret = poll(p, 2, -1);
@@ -519,6 +540,12 @@ static void *serve_thread(void *arg)
 		} else {
 			if (p[1].revents)
 				return NULL;
+			if (failed) {
+				pthread_mutex_lock(&v->serve_lock);
+				zero_guest_stop(v->g);
+				pthread_mutex_unlock(&v->serve_lock);
+				continue;
+			}
 			ret = zvmm_guest_process(v);
 		}
 		if (ret) {
@@ -528,29 +555,28 @@ static void *serve_thread(void *arg)
 			zero_guest_cancel(v->g);
 			if (v->on_error)
 				v->on_error(v->on_error_arg, ret);
-			return NULL;
+			failed = true;
+			/* A poll error will not clear: drain on a timer. */
+			if (p[0].revents & (POLLERR | POLLNVAL))
+				p[0].fd = -1;
 		}
 	}
 }
 
-int zvmm_guest_serve_thread(struct zvmm_guest *v,
-			    void (*on_error)(void *arg, int err), void *arg)
+static int start_thread(struct zvmm_guest *v)
 {
+	sigset_t all, old;
 	int ret;
 
-	if (!v->prepared)
-		return -EINVAL;
-	if (v->epoll_fd < 0)
-		return 0; /* prezero: nothing to serve */
-	if (v->thread_on)
-		return -EALREADY;
 	v->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (v->wake_fd < 0)
 		return -errno;
-	v->on_error = on_error;
-	v->on_error_arg = arg;
 	v->thread_err = 0;
+	/* The thread takes no signal of the VMM's: they stay its own. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	ret = -pthread_create(&v->thread, NULL, serve_thread, v);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret) {
 		close(v->wake_fd);
 		v->wake_fd = -1;
@@ -558,6 +584,35 @@ int zvmm_guest_serve_thread(struct zvmm_guest *v,
 	}
 	v->thread_on = true;
 	return 0;
+}
+
+/* Ends the serving thread (not from itself). */
+static void end_thread(struct zvmm_guest *v)
+{
+	uint64_t one = 1;
+
+	if (!v->thread_on)
+		return;
+	if (write(v->wake_fd, &one, sizeof(one)) != sizeof(one))
+		zero_guest_cancel(v->g);
+	pthread_join(v->thread, NULL);
+	close(v->wake_fd);
+	v->wake_fd = -1;
+	v->thread_on = false;
+}
+
+int zvmm_guest_serve_thread(struct zvmm_guest *v,
+			    void (*on_error)(void *arg, int err), void *arg)
+{
+	if (!v->prepared)
+		return -EINVAL;
+	if (v->epoll_fd < 0)
+		return 0; /* prezero: nothing to serve */
+	if (v->thread_on)
+		return -EALREADY;
+	v->on_error = on_error;
+	v->on_error_arg = arg;
+	return start_thread(v);
 }
 
 void zvmm_guest_cancel(struct zvmm_guest *v)
@@ -572,22 +627,24 @@ void zvmm_guest_rearm(struct zvmm_guest *v)
 
 int zvmm_guest_stop(struct zvmm_guest *v)
 {
-	uint64_t one = 1;
+	int ret;
 
-	/* From the serve thread (its on_error): it cannot join itself. */
+	/* From the serve thread (its on_error): it drains by itself. */
 	if (v->thread_on && pthread_equal(pthread_self(), v->thread))
 		return -EDEADLK;
-	if (v->thread_on) {
-		if (write(v->wake_fd, &one, sizeof(one)) != sizeof(one))
-			zero_guest_cancel(v->g);
-		pthread_join(v->thread, NULL);
-		close(v->wake_fd);
-		v->wake_fd = -1;
-		v->thread_on = false;
-	}
 	pthread_mutex_lock(&v->serve_lock);
 	zero_guest_stop(v->g);
 	pthread_mutex_unlock(&v->serve_lock);
+	/*
+	 * From here until exit or close a thread of the library serves the
+	 * faults of vCPUs still leaving, also for a caller that polled: it
+	 * only joins its vCPU threads.
+	 */
+	if (!v->thread_on && v->prepared && v->epoll_fd >= 0) {
+		ret = start_thread(v);
+		if (ret)
+			return ret; /* the caller's polling still drains */
+	}
 	return v->thread_err;
 }
 
@@ -595,6 +652,8 @@ int zvmm_guest_exit(struct zvmm_guest *v)
 {
 	char err[512] = "";
 
+	/* No vCPU is left: nothing more to drain. */
+	end_thread(v);
 	return fail(zero_guest_exit(v->g, err, sizeof(err)), err);
 }
 
@@ -761,8 +820,7 @@ void zvmm_guest_close(struct zvmm_guest *v)
 {
 	if (!v)
 		return;
-	if (v->thread_on)
-		(void)zvmm_guest_stop(v);
+	end_thread(v);
 	if (v->epoll_fd >= 0)
 		close(v->epoll_fd);
 	zero_guest_close(v->g);

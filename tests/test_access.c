@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -287,4 +288,127 @@ Test(access, bad_ranges_are_einval)
 	cr_assert_eq(zvmm_guest_stop(g), 0);
 	cr_assert_eq(zvmm_guest_exit(g), 0);
 	zvmm_guest_close(g);
+}
+
+struct leaver {
+	volatile uint64_t *mem;
+	uint64_t first, pages, foreign;
+	volatile int *stop;
+	bool done;
+};
+
+/* A vCPU that reads page after page until told to stop. */
+static void *leaver(void *arg)
+{
+	struct leaver *t = arg;
+
+	for (uint64_t p = t->first; p < t->first + t->pages; p++) {
+		if (__atomic_load_n(t->stop, __ATOMIC_ACQUIRE))
+			break;
+		for (uint64_t i = 0; i < ZVMM_PAGE_2M / 8; i++)
+			t->foreign += t->mem[p * ZVMM_PAGE_2M / 8 + i] != 0;
+	}
+	__atomic_store_n(&t->done, true, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+ParameterizedTestParameters(access, one_stop_then_join)
+{
+	return cr_make_param_array(struct launch, launches,
+				   sizeof(launches) / sizeof(launches[0]));
+}
+
+/*
+ * Four vCPUs fault through a poisoned pool; the VMM tells them to stop,
+ * calls zvmm_guest_stop() once and joins them, serving nothing itself
+ * (a poller stops polling): every vCPU caught in a fault is served by
+ * the library, none hangs, none read a stranger's word.
+ */
+ParameterizedTest(struct launch *l, access, one_stop_then_join)
+{
+	struct zvmm_guest *g = open_guest(l->mode);
+	struct pollfd p = { .events = POLLIN };
+	struct leaver t[4];
+	volatile int stop = 0;
+	pthread_t th[4];
+	uint64_t bytes;
+	void *addr;
+
+	cr_assert_eq(zvmm_guest_prepare(g, 0), 0, "%s", logged);
+	if (!l->poll)
+		cr_assert_eq(zvmm_guest_serve_thread(g, NULL, NULL), 0);
+	zvmm_guest_memory(g, &addr, &bytes);
+	zvmm_guest_start(g);
+	for (int i = 0; i < 4; i++) {
+		t[i] = (struct leaver){ .mem = addr,
+					.first = (uint64_t)i * 4,
+					.pages = 4,
+					.stop = &stop };
+		pthread_create(&th[i], NULL, leaver, &t[i]);
+	}
+	/* A few faults served, then the stop, with some still in flight. */
+	p.fd = zvmm_guest_fd(g);
+	for (int k = 0; l->poll && p.fd >= 0 && k < 3; k++)
+		if (poll(&p, 1, 100) > 0)
+			cr_assert_eq(zvmm_guest_process(g), 0, "%s", logged);
+	__atomic_store_n(&stop, 1, __ATOMIC_RELEASE);
+	cr_assert_eq(zvmm_guest_stop(g), 0, "%s", logged);
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert_eq(t[i].foreign, 0, "%s: vCPU %d read another's data",
+			     l->mode, i);
+	}
+	cr_assert_eq(zvmm_guest_exit(g), 0, "%s", logged);
+	zvmm_guest_close(g);
+}
+
+/*
+ * The documented way to map the memory a second time: the layout's fd at
+ * its offset, touched only where zvmm_guest_access() made the range
+ * ready. What one mapping writes the other reads, in both directions,
+ * and a vCPU then finds exactly that, and zero elsewhere.
+ */
+Test(access, a_second_mapping_the_documented_way)
+{
+	struct zvmm_guest *g = open_guest("demand");
+	const struct vmm_write w[] = { { 3 * MIB + 24, 1000 } };
+	struct vcpu c = { .w = w, .nw = 1 };
+	struct zvmm_layout lay;
+	volatile uint64_t *two;
+	pthread_t th;
+
+	zvmm_guest_layout(g, &lay);
+	cr_assert_geq(lay.fd, 0);
+	cr_assert_eq(lay.bytes, POOL_BYTES);
+	cr_assert_eq(lay.page_bytes, ZVMM_PAGE_2M);
+	cr_assert_eq(lay.offset, 0);
+	cr_assert_eq(zvmm_guest_prepare(g, 0), 0, "%s", logged);
+	cr_assert_eq(zvmm_guest_access(g, w[0].off, w[0].n * 8), 0, "%s",
+		     logged);
+	two = mmap(NULL, lay.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, lay.fd,
+		   (off_t)lay.offset);
+	cr_assert_neq(two, MAP_FAILED, "%s", strerror(errno));
+	c.mem = lay.addr;
+	c.bytes = lay.bytes;
+	/* Written through the second mapping, read through the guest's. */
+	for (uint64_t i = 0; i < w[0].n; i++)
+		two[w[0].off / 8 + i] = MARK + i;
+	for (uint64_t i = 0; i < w[0].n; i++)
+		cr_assert_eq(c.mem[w[0].off / 8 + i], MARK + i);
+	/* And back: the guest mapping's write is the file's. */
+	c.mem[w[0].off / 8] = MARK;
+	cr_assert_eq(two[w[0].off / 8], MARK);
+	two[w[0].off / 8] = MARK + 0;
+	cr_assert_eq(zvmm_guest_serve_thread(g, NULL, NULL), 0);
+	zvmm_guest_start(g);
+	pthread_create(&th, NULL, vcpu, &c);
+	pthread_join(th, NULL);
+	munmap((void *)two, lay.bytes);
+	cr_assert_eq(zvmm_guest_stop(g), 0, "%s", logged);
+	cr_assert_eq(zvmm_guest_exit(g), 0, "%s", logged);
+	zvmm_guest_close(g);
+	cr_assert_eq(c.lost, 0, "%llu written words changed",
+		     (unsigned long long)c.lost);
+	cr_assert_eq(c.foreign, 0, "%llu words of someone else's",
+		     (unsigned long long)c.foreign);
 }

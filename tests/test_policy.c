@@ -46,6 +46,7 @@ Test(policy, defaults_are_hybrid_auto)
 	cr_assert_eq(p.record, ZERO_RECORD_TRUST);
 	cr_assert_eq(p.numa, ZERO_NUMA_LOCAL);
 	cr_assert_eq(p.nodes, 0);
+	cr_assert_eq(p.pin, ZERO_PIN_CPU);
 }
 
 Test(policy, every_key_good_values)
@@ -55,8 +56,9 @@ Test(policy, every_key_good_values)
 			  "workers = 12\nchunk = 2M\nrate_limit = 8G ; per s\n"
 			  "[pool]\nfresh = scrub\non_exit = keep\n"
 			  "record = verify\n"
-			  "[numa]\npolicy = bind\nnodes = 0,2-3\n"),
+			  "[numa]\npolicy = bind\nnodes = 0,2-3\npin = none\n"),
 		0, "%s", err);
+	cr_assert_eq(p.pin, ZERO_PIN_NONE);
 	cr_assert_eq(p.mode, ZERO_MODE_DEMAND);
 	cr_assert_str_eq(p.backend, "clzero");
 	cr_assert_eq(p.workers, 12);
@@ -107,6 +109,7 @@ Test(policy, bad_values_name_file_and_line)
 		{ "[numa]\npolicy = near\n", 2,
 		  "expected local, interleave or bind" },
 		{ "[numa]\nnodes = 3-1\n", 2, "ranges ascending" },
+		{ "[numa]\npin = node\n", 2, "expected cpu or none" },
 		{ "[numa]\nnodes = 64\n", 2, "nodes are 0 to 63" },
 		{ "[numa]\nnodes = 0,,1\n", 2, "expected 'all'" },
 		{ "[zeroing]\nmode = demand\nspeed = 11\n", 3,

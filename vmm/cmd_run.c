@@ -406,11 +406,6 @@ static int run_loop(struct run_state *s)
 	return ret;
 }
 
-static void stop_guest(void *arg)
-{
-	(void)!zvmm_guest_stop(arg);
-}
-
 /* run: the vCPUs and the event loop, until the guest's run stops. */
 static void run_guest(struct run_state *s)
 {
@@ -427,9 +422,9 @@ static void run_guest(struct run_state *s)
 		zvmm_guest_start(s->g);
 		ret = run_loop(s);
 	}
-	/* A vCPU caught in a fault leaves KVM_RUN once it is served. */
+	/* From here libzvmm serves every vCPU still in a fault by itself. */
 	(void)!zvmm_guest_stop(s->g);
-	why = vmm_vm_wait(s->vm, stop_guest, s->g);
+	why = vmm_vm_wait(s->vm);
 	s->t_end = clock_now();
 	s->t_ready = s->vm->first_entry;
 	switch (why) {

@@ -468,7 +468,7 @@ int vmm_vm_start(struct vmm_vm *vm)
 	return ret;
 }
 
-enum vmm_stop vmm_vm_wait(struct vmm_vm *vm, void (*idle)(void *arg), void *arg)
+enum vmm_stop vmm_vm_wait(struct vmm_vm *vm)
 {
 	enum vmm_stop why;
 
@@ -481,39 +481,25 @@ enum vmm_stop vmm_vm_wait(struct vmm_vm *vm, void (*idle)(void *arg), void *arg)
 		__atomic_store_n(&vm->stop, VMM_STOP_HALTED, __ATOMIC_RELEASE);
 	why = vm->stop;
 	pthread_mutex_unlock(&vm->lock);
-	for (;;) {
-		struct timespec ts;
-		bool left = false;
+	/*
+	 * One kick each: immediate_exit catches a vCPU between its stop
+	 * check and KVM_RUN, the signal one inside it, and one caught in a
+	 * userfaultfd fault leaves once libzvmm's drain (it serves from
+	 * zvmm_guest_stop() on) has mapped its page. Then a plain join.
+	 */
+	for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
+		struct vmm_vcpu *c = &vm->vcpu[i];
 
-		for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
-			struct vmm_vcpu *c = &vm->vcpu[i];
+		if (!c->started)
+			continue;
+		__atomic_store_n(&c->run->immediate_exit, 1, __ATOMIC_RELAXED);
+		pthread_kill(c->thread, VMM_KICK_SIGNAL);
+	}
+	for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
+		struct vmm_vcpu *c = &vm->vcpu[i];
 
-			if (!c->started)
-				continue;
-			__atomic_store_n(&c->run->immediate_exit, 1,
-					 __ATOMIC_RELAXED);
-			pthread_kill(c->thread, VMM_KICK_SIGNAL);
-		}
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 20 * 1000 * 1000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		for (unsigned int i = 0; i < vm->nr_vcpus; i++) {
-			struct vmm_vcpu *c = &vm->vcpu[i];
-
-			if (!c->started)
-				continue;
-			if (pthread_timedjoin_np(c->thread, NULL, &ts) == 0)
-				c->started = false;
-			else
-				left = true;
-		}
-		if (!left)
-			break;
-		if (idle)
-			idle(arg);
+		if (c->started && !pthread_join(c->thread, NULL))
+			c->started = false;
 	}
 	return why;
 }

@@ -108,13 +108,12 @@ int vmm_vcpus_reset_pvh(struct vmm_vm *vm, uint32_t entry, uint32_t start_info)
 int vmm_vm_start(struct vmm_vm *vm) __attribute__((warn_unused_result));
 
 /*
- * Waits until the run stops, then stops and joins every vCPU thread.
- * While a vCPU thread has not returned, @idle (if set) is called every
- * 20 ms: a vCPU caught in a userfaultfd fault cannot leave KVM_RUN until
- * the fault is served, so the caller keeps serving faults there.
+ * Waits until the run stops, then stops and joins every vCPU thread. A
+ * vCPU caught in a userfaultfd fault leaves KVM_RUN only once the fault
+ * is served: call zvmm_guest_stop() first, after which libzvmm serves
+ * them by itself until zvmm_guest_exit().
  */
-enum vmm_stop vmm_vm_wait(struct vmm_vm *vm, void (*idle)(void *arg),
-			  void *arg);
+enum vmm_stop vmm_vm_wait(struct vmm_vm *vm);
 
 /* Ends the run from any thread (vCPU threads, the signal thread). */
 void vmm_vm_request_stop(struct vmm_vm *vm, enum vmm_stop why, int code,

@@ -96,15 +96,17 @@ static uint64_t llc_under(const char *root)
 		for (int idx = 0; idx < 16; idx++) {
 			FILE *f;
 
-			snprintf(path, sizeof(path),
-				 "%s/devices/system/cpu/cpu%d/cache/index%d/level",
-				 root, cpu, idx);
+			snprintf(
+				path, sizeof(path),
+				"%s/devices/system/cpu/cpu%d/cache/index%d/level",
+				root, cpu, idx);
 			if (sysfs_read_long(path, &level))
 				break;
 			any = true;
-			snprintf(path, sizeof(path),
-				 "%s/devices/system/cpu/cpu%d/cache/index%d/type",
-				 root, cpu, idx);
+			snprintf(
+				path, sizeof(path),
+				"%s/devices/system/cpu/cpu%d/cache/index%d/type",
+				root, cpu, idx);
 			f = fopen(path, "re");
 			type[0] = '\0';
 			if (f) {
@@ -115,9 +117,10 @@ static uint64_t llc_under(const char *root)
 			if (!strncmp(type, "Instruction", 11) ||
 			    level < best_level)
 				continue;
-			snprintf(path, sizeof(path),
-				 "%s/devices/system/cpu/cpu%d/cache/index%d/size",
-				 root, cpu, idx);
+			snprintf(
+				path, sizeof(path),
+				"%s/devices/system/cpu/cpu%d/cache/index%d/size",
+				root, cpu, idx);
 			size = read_cache_size(path);
 			if (level > best_level) {
 				best_level = level;
@@ -224,9 +227,8 @@ static double time_window(struct region *r, const struct zero_backend *b,
 		  (uint64_t)(r->next % r->nwin) * MEASURE_WINDOW;
 
 	r->next++;
-	return (double)MEASURE_WINDOW / zero_time_pass(b, w, MEASURE_WINDOW,
-						       chunk) /
-	       1e9;
+	return (double)MEASURE_WINDOW /
+	       zero_time_pass(b, w, MEASURE_WINDOW, chunk) / 1e9;
 }
 
 struct samples {
@@ -404,8 +406,8 @@ static uint32_t profile_begin(struct zero_profile *p, uint64_t bytes,
 	p->reps = reps;
 	p->nr = nr;
 	for_each_backend(i, b)
-		if (i < ZERO_PROFILE_MAX_BACKENDS && zero_backend_runs_here(b) &&
-		    (!only || (only & (1u << i))))
+		if (i < ZERO_PROFILE_MAX_BACKENDS &&
+		    zero_backend_runs_here(b) && (!only || (only & (1u << i))))
 			set |= 1u << i;
 	return set;
 }
@@ -903,7 +905,8 @@ static void keep_measurement(struct zero_profile *p, bool valid,
 	else
 		return;
 	ret = zero_profile_write(p, path);
-	if (ret && ret != -EPERM && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+	if (ret && ret != -EPERM &&
+	    !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
 		pr_warn("cannot keep the backend measurement in %s: %s; the next launch measures again",
 			path, strerror(-ret));
 }
@@ -966,8 +969,7 @@ int zero_backend_auto(uint64_t chunk, const char *profile_path, bool keep,
 		 * 300 MiB L3, most of it filling that cache.
 		 */
 		int err = zero_calibrate_on(&chunk, 1, scratch, scratch_bytes,
-					    3, ret ? 0 : still_running(&p),
-					    &m);
+					    3, ret ? 0 : still_running(&p), &m);
 
 		if (err)
 			return err;

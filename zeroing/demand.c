@@ -399,10 +399,20 @@ void zero_demand_make_zero(struct zero_demand *f, uint64_t page,
 void zero_demand_drain(struct zero_demand *f, arch_clear_fn clear)
 {
 	struct uffd_msg msg[16];
+	uint64_t cnt, done[64];
 	ssize_t n;
 
 	if (f->uffd < 0)
 		return;
+	/*
+	 * What the workers finished before they were quiesced is announced
+	 * no more: the pending pages below are mapped whatever their state,
+	 * and the eventfd must not stay readable under a poller.
+	 */
+	while (read(f->done_fd, &cnt, sizeof(cnt)) > 0 ||
+	       zero_engine_pop_done(f->engine, done, 64) ||
+	       zero_engine_pop_ahead(f->engine, done, 64))
+		;
 	while ((n = read(f->uffd, msg, sizeof(msg))) > 0)
 		for (size_t i = 0; i < (size_t)n / sizeof(msg[0]); i++) {
 			uint64_t page;

@@ -183,7 +183,8 @@ int zero_engine_create(const struct zero_engine_cfg *cfg,
 			.first_page = rg->first_page,
 			.nr_pages = rg->nr_pages,
 			.node = rg->node,
-			.cpus = cpus,
+			/* pin = none: the embedder's scheduler places them. */
+			.cpus = e->pol.pin == ZERO_PIN_CPU ? cpus : NULL,
 			.scrub_fresh = e->pol.fresh == ZERO_FRESH_SCRUB,
 		};
 

@@ -224,6 +224,7 @@ int zero_guest_open(const struct zero_guest_cfg *cfg, struct zero_guest **out,
 		goto fail;
 	g->open_s[2] = clock_now() - t;
 	g->layout = (struct zero_guest_layout){
+		.fd = g->mem->fd,
 		.guest = g->mem->guest,
 		.bytes = g->mem->bytes,
 		.page_bytes = g->mem->page_bytes,
@@ -366,6 +367,11 @@ int zero_guest_serve(struct zero_guest *g)
 
 	if (!g->demand_open)
 		return 0;
+	/* Stopped: every fault still coming is a vCPU leaving; drain it. */
+	if (g->stopped) {
+		zero_guest_stop(g);
+		return 0;
+	}
 	ret = zero_demand_read(&g->demand);
 	if (!ret)
 		ret = zero_demand_complete(&g->demand);

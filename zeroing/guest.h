@@ -40,6 +40,7 @@ struct zero_guest_cfg {
 
 /* What a VMM maps into the guest: the guest mapping of the memory. */
 struct zero_guest_layout {
+	int fd; /* the memory's file: the guest mapping is it from offset 0 */
 	char *guest;
 	uint64_t bytes;
 	uint64_t page_bytes;

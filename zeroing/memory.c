@@ -380,7 +380,8 @@ static int open_pool_dir(const char *path, struct zero_mem *m, char *err,
 		snprintf(
 			err, len,
 			"--pool %s: its directory %s is writable by group or others (mode %04o), who could replace the pool: chmod go-w %s (or chmod +t %s)",
-			path, dir, (unsigned int)(st.st_mode & 07777), dir, dir);
+			path, dir, (unsigned int)(st.st_mode & 07777), dir,
+			dir);
 		return -EPERM;
 	}
 	return 0;
@@ -423,8 +424,7 @@ static int check_pool_file(const struct zero_mem *m, const struct stat *st,
  * it, a file the user or the caller made; one not created here is
  * emptied again on failure, never removed), any other must hold @bytes.
  */
-static int size_pool(struct zero_mem *m, uint64_t bytes, char *err,
-		     size_t len)
+static int size_pool(struct zero_mem *m, uint64_t bytes, char *err, size_t len)
 {
 	struct stat st;
 	int e;
@@ -467,7 +467,8 @@ static int open_pool(const struct zero_mem_opts *o, struct zero_mem *m,
 	if (e)
 		return e;
 	m->fd = openat(m->dirfd, m->name,
-		       O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		       O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		       0600);
 	if (m->fd >= 0) {
 		m->created = true;
 	} else if (errno == EEXIST) {
@@ -547,7 +548,8 @@ static long find_holder(const struct stat *st, char *comm, size_t len)
 		while (fds && found < 0 && (fe = readdir(fds)))
 			if (fe->d_name[0] != '.' &&
 			    !fstatat(dirfd(fds), fe->d_name, &fst, 0) &&
-			    fst.st_dev == st->st_dev && fst.st_ino == st->st_ino)
+			    fst.st_dev == st->st_dev &&
+			    fst.st_ino == st->st_ino)
 				found = pid;
 		if (fds)
 			closedir(fds);
@@ -557,8 +559,8 @@ static long find_holder(const struct stat *st, char *comm, size_t len)
 			unsigned int maj, min;
 			unsigned long ino;
 
-			if (sscanf(line, "%*x-%*x %*s %*x %x:%x %lu", &maj, &min,
-				   &ino) == 3 &&
+			if (sscanf(line, "%*x-%*x %*s %*x %x:%x %lu", &maj,
+				   &min, &ino) == 3 &&
 			    ino == (unsigned long)st->st_ino &&
 			    makedev(maj, min) == st->st_dev)
 				found = pid;

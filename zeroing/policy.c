@@ -18,6 +18,7 @@ static const char *const fresh_names[] = { "trust", "scrub" };
 static const char *const exit_names[] = { "release", "keep", "scrub" };
 static const char *const record_names[] = { "trust", "verify", "never" };
 static const char *const numa_names[] = { "local", "interleave", "bind" };
+static const char *const pin_names[] = { "cpu", "none" };
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -275,9 +276,16 @@ static int set_key(struct zero_policy *p, const char *section, const char *key,
 		}
 		if (!strcmp(key, "nodes"))
 			return parse_nodes(v, &p->nodes, err, len);
-		snprintf(err, len,
-			 "unknown key '%s' in [numa]: expected policy or nodes",
-			 key);
+		if (!strcmp(key, "pin")) {
+			ret = pick(pin_names, N(pin_names), v, &i, err, len);
+			if (!ret)
+				p->pin = (enum zero_pin)i;
+			return ret;
+		}
+		snprintf(
+			err, len,
+			"unknown key '%s' in [numa]: expected policy, nodes or pin",
+			key);
 		return -EINVAL;
 	}
 	snprintf(err, len,
@@ -416,7 +424,7 @@ void zero_policy_print(const struct zero_policy *p, FILE *f)
 		record_names[p->record]);
 	fprintf(f, "[numa]\npolicy = %s\nnodes = ", numa_names[p->numa]);
 	if (!p->nodes) {
-		fprintf(f, "all\n");
+		fprintf(f, "all\npin = %s\n", pin_names[p->pin]);
 		return;
 	}
 	for (unsigned int n = 0, first = 1; n < ZERO_MAX_NODES; n++)
@@ -424,5 +432,5 @@ void zero_policy_print(const struct zero_policy *p, FILE *f)
 			fprintf(f, "%s%u", first ? "" : ",", n);
 			first = 0;
 		}
-	fprintf(f, "\n");
+	fprintf(f, "\npin = %s\n", pin_names[p->pin]);
 }

@@ -20,13 +20,20 @@ enum zero_on_exit { ZERO_EXIT_RELEASE, ZERO_EXIT_KEEP, ZERO_EXIT_SCRUB };
  * every page), verify every byte before trusting it, or never let it
  * skip the scrub (docs/DESIGN.md 3, "Threat model").
  */
-enum zero_record_use { ZERO_RECORD_TRUST, ZERO_RECORD_VERIFY, ZERO_RECORD_NEVER };
+enum zero_record_use {
+	ZERO_RECORD_TRUST,
+	ZERO_RECORD_VERIFY,
+	ZERO_RECORD_NEVER
+};
 enum zero_numa { ZERO_NUMA_LOCAL, ZERO_NUMA_INTERLEAVE, ZERO_NUMA_BIND };
 
 #define ZERO_MAX_NODES 64
 #define ZERO_MAX_WORKERS 1024
 #define ZERO_CHUNK_MIN 4096ULL
 #define ZERO_CHUNK_MAX (1ULL << 30)
+
+/* Workers' CPU affinity: one CPU each (of their node), or none set. */
+enum zero_pin { ZERO_PIN_CPU, ZERO_PIN_NONE };
 
 struct zero_policy {
 	enum zero_mode mode;
@@ -39,6 +46,7 @@ struct zero_policy {
 	enum zero_record_use record;
 	enum zero_numa numa;
 	uint64_t nodes; /* bit per node; 0 = all */
+	enum zero_pin pin;
 };
 
 /* Hybrid, auto everything, no rate limit, trust fresh pages, release. */

@@ -4,6 +4,7 @@
 #include <numa.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -402,6 +403,7 @@ int zero_pool_create(const struct zero_pool_cfg *cfg, struct zero_pool **out)
 {
 	pthread_condattr_t ca;
 	struct zero_pool *pool;
+	sigset_t all, old;
 	int ret = 0;
 
 	if (!cfg->nr_workers || !cfg->chunk || cfg->chunk % 64 ||
@@ -427,6 +429,9 @@ int zero_pool_create(const struct zero_pool_cfg *cfg, struct zero_pool **out)
 		pool_free(pool);
 		return -ENOMEM;
 	}
+	/* Workers take no signal: the embedding process's stay its own. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (unsigned int i = 0; i < cfg->nr_workers; i++) {
 		pool->args[i].pool = pool;
 		pool->args[i].cpu = cfg->cpus ? cfg->cpus[i] : -1;
@@ -438,6 +443,7 @@ int zero_pool_create(const struct zero_pool_cfg *cfg, struct zero_pool **out)
 			break;
 		pool->nr_threads++;
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret) {
 		stop_workers(pool);
 		pool_free(pool);

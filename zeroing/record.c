@@ -60,8 +60,7 @@ static int open_state_dir(bool create, char *dir, size_t dir_len)
 		return create ? -EPERM : -ENOENT;
 	}
 	fd = safe_dir_open(dir, create, why, sizeof(why));
-	if (fd == -EPERM &&
-	    !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+	if (fd == -EPERM && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
 		pr_warn("state directory %s; no pool state record is read or written there, so pools are scrubbed at every launch",
 			why);
 	return fd;
@@ -296,8 +295,8 @@ int zero_record_write(const struct zero_mem *m, zero_record_check_fn *alone)
 		ret = zero_record_identity(m, &st, &id);
 	if (!ret)
 		ret = record_name(&st, name, sizeof(name));
-	if (!ret && zero_record_format(&id, text, sizeof(text)) >=
-			    (int)sizeof(text))
+	if (!ret &&
+	    zero_record_format(&id, text, sizeof(text)) >= (int)sizeof(text))
 		ret = -EOVERFLOW;
 	if (!ret) {
 		remove_stale(dfd, &id);
@@ -355,8 +354,8 @@ static int on_key(void *user, const char *section, const char *name,
 		  const char *value)
 {
 	static const char *const keys[NR_NUM_KEYS] = {
-		"version",  "device",	"inode",    "size",    "page_size",
-		"pages",    "mtime_ns", "ctime_ns", "atime_ns",
+		"version", "device",   "inode",	   "size",     "page_size",
+		"pages",   "mtime_ns", "ctime_ns", "atime_ns",
 	};
 	struct parsed *p = user;
 	uint64_t *f = &p->id.version;
@@ -455,8 +454,8 @@ int zero_record_take(const struct zero_mem *m, const struct stat *st,
 		return 0;
 	}
 	if (ret) {
-		snprintf(why, len, "state record %s/%s cannot be read: %s",
-			 dir, name, strerror(-ret));
+		snprintf(why, len, "state record %s/%s cannot be read: %s", dir,
+			 name, strerror(-ret));
 		return 0;
 	}
 	ret = zero_record_parse(text, text_len, &rec);

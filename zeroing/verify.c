@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -63,6 +64,7 @@ uint64_t zero_verify_pages(struct zero_mem *m, unsigned int threads,
 	struct verify_arg a[VERIFY_MAX_THREADS];
 	double t0 = clock_now();
 	uint64_t dirty = 0, per;
+	sigset_t all, old;
 	unsigned int n, i;
 
 	if (!threads) {
@@ -74,20 +76,25 @@ uint64_t zero_verify_pages(struct zero_mem *m, unsigned int threads,
 	if (n > m->nr_pages)
 		n = m->nr_pages ? (unsigned int)m->nr_pages : 1;
 	per = (m->nr_pages + n - 1) / n;
+	/* Its threads take no signal of the embedding process. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	for (i = 0; i < n; i++) {
 		a[i] = (struct verify_arg){
 			.m = m,
 			.first = i * per < m->nr_pages ? i * per : m->nr_pages,
 		};
 		a[i].end = a[i].first + per < m->nr_pages ? a[i].first + per :
-							     m->nr_pages;
+							    m->nr_pages;
 		/* The caller's own thread takes the first share, and any
 		 * share whose thread cannot start. */
 		a[i].started = i && !pthread_create(&a[i].tid, NULL,
 						    verify_thread, &a[i]);
-		if (i && !a[i].started)
-			verify_thread(&a[i]);
 	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	for (i = 1; i < n; i++)
+		if (!a[i].started)
+			verify_thread(&a[i]);
 	verify_thread(&a[0]);
 	for (i = 0; i < n; i++) {
 		if (a[i].started)

@@ -26,6 +26,13 @@
  * says otherwise, calls on one struct zvmm_guest come from one thread at
  * a time, in the order above.
  *
+ * Threads: a guest's worker pool (the policy's zeroing.workers, by
+ * default one per CPU), each pinned to one CPU of its node unless the
+ * policy says [numa] pin = none; a serving thread for
+ * zvmm_guest_serve_thread() and from zvmm_guest_stop() on; the threads
+ * of [pool] record = verify while it reads. Every one of them blocks all
+ * signals: the VMM's signals are delivered to the VMM's threads alone.
+ *
  * Guest memory is hugetlb memory: 2 MiB or 1 GiB pages that the kernel
  * has reserved (nr_hugepages). Demand and hybrid policies serve a
  * vCPU's first touch of a page through a userfaultfd that handles kernel
@@ -251,6 +258,40 @@ ZVMM_API void zvmm_guest_memory(const struct zvmm_guest *g, void **addr,
 				uint64_t *bytes);
 
 /*
+ * Where the guest memory lives, for a VMM that shares it (vhost-user
+ * backends, virtiofs DAX, a snapshot writer) or splits it into memslots.
+ */
+struct zvmm_layout {
+	int fd; /* the memory's file; owned by the library, valid until close */
+	uint64_t offset; /* of the guest mapping's first byte in the file */
+	uint64_t bytes; /* the guest mapping's length */
+	uint64_t page_bytes; /* ZVMM_PAGE_2M or ZVMM_PAGE_1G */
+	void *addr; /* the guest mapping (zvmm_guest_memory()) */
+	uint64_t reserved[8]; /* zero; room for fields to come */
+};
+
+/*
+ * Fills @out. Any thread, after zvmm_guest_open().
+ *
+ * The rule for a second mapping of @fd (MAP_SHARED, in this process or
+ * another one it is passed to): it reaches the same pages but not the
+ * library, which neither sees nor serves what it touches. So it may read
+ * and write only ranges the guest already has or zvmm_guest_access()
+ * made ready (under prezero, everything after zvmm_guest_prepare()):
+ * anywhere else it reads whatever the file held (someone else's data),
+ * or allocates a page the library then counts as foreign and clears
+ * before the guest sees it, losing what was written. Unmap it before
+ * zvmm_guest_exit(): a mapping still there at exit means no state record
+ * (another holder could write the pool). Never close @fd.
+ *
+ * Memslots: the guest mapping may be given to KVM as several memslots of
+ * page-aligned sub-ranges (around the x86 hole below 4 GiB, say): the
+ * library registers the whole mapping, so every part is served alike.
+ */
+ZVMM_API void zvmm_guest_layout(const struct zvmm_guest *g,
+				struct zvmm_layout *out);
+
+/*
  * Before the first vCPU runs. prezero: every page made zero. demand and
  * hybrid: the first @boot_bytes (what the VMM's loader writes) made
  * zero; pages already known zero mapped; every other first touch comes
@@ -313,13 +354,14 @@ ZVMM_API int zvmm_guest_process(struct zvmm_guest *g);
 
 /*
  * Instead of zvmm_guest_fd()/zvmm_guest_process(): a thread of the
- * library's own serves until zvmm_guest_stop(). @on_error, when not
- * NULL, is called from that thread if serving fails: tell the vCPUs to
- * stop then, and call zvmm_guest_stop() from another thread (from
- * @on_error it returns -EDEADLK). After a successful prepare only: 0
- * (also under prezero, where there is nothing to serve and no thread
- * starts) or a negative errno (-EINVAL before prepare, -EALREADY when
- * started).
+ * library's own serves until zvmm_guest_exit() or zvmm_guest_close().
+ * @on_error, when not NULL, is called from that thread if serving fails:
+ * tell the vCPUs to stop then, and call zvmm_guest_stop() from another
+ * thread; the thread goes on serving what the leaving vCPUs still fault.
+ * It blocks every signal (the VMM's signals stay the VMM's). After a
+ * successful prepare only: 0 (also under prezero, where there is nothing
+ * to serve and no thread starts) or a negative errno (-EINVAL before
+ * prepare, -EALREADY when started).
  */
 ZVMM_API int zvmm_guest_serve_thread(struct zvmm_guest *g,
 				     void (*on_error)(void *arg, int err),
@@ -338,17 +380,21 @@ ZVMM_API void zvmm_guest_cancel(struct zvmm_guest *g);
 ZVMM_API void zvmm_guest_rearm(struct zvmm_guest *g);
 
 /*
- * The run is over (the vCPUs are told to stop): the workers stop, and
- * every first touch still pending is served here, so no vCPU stays
- * caught. Call it again while vCPU threads are still leaving; each call
- * serves what arrived since. Stops the serve thread. Returns the serve
+ * The run is over (the vCPUs are told to stop): the workers stop, every
+ * first touch still pending is served, and from here until
+ * zvmm_guest_exit() or zvmm_guest_close() a thread of the library serves
+ * every fault still coming by itself (under prezero there are none), in
+ * either serving mode: the caller only joins its vCPU threads, then calls
+ * exit. Once is enough; a second call changes nothing. Not from
+ * @on_error (-EDEADLK), which is the serving thread. Returns the serving
  * thread's error, if any, else 0.
  */
 ZVMM_API int zvmm_guest_stop(struct zvmm_guest *g);
 
 /*
- * The guest has exited and no vCPU is left: every page it could have
- * written is its data from now on; then on_exit (release, keep, or
+ * The guest has exited and no vCPU is left (its threads are joined): the
+ * serving ends, every page the guest could have written is its data from
+ * now on; then on_exit (release, keep, or
  * scrub and record the pool as zero). 0, -ECANCELED, or a negative
  * errno; on failure no record is written and the next open scrubs.
  */
