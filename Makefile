@@ -27,7 +27,8 @@ endif
 
 DEB_PACKAGES := gcc make pkg-config libnuma-dev liburing-dev \
 	libcriterion-dev libinih-dev libjson-c-dev gcc-aarch64-linux-gnu \
-	libc6-dev-arm64-cross qemu-user qemu-system-x86 gnuplot-nox
+	libc6-dev-arm64-cross qemu-user qemu-system-x86 gnuplot-nox \
+	python3-jsonschema
 # clang and its libFuzzer/sanitizer runtimes, for fuzz/.
 FUZZ_PACKAGES := clang libclang-rt-14-dev
 DEB_PACKAGES += $(FUZZ_PACKAGES)
@@ -99,7 +100,7 @@ ARM64_TEST := $(O)/tests/arm64/test-arm64
 .DELETE_ON_ERROR:
 .PHONY: all lib install uninstall example test test-arm64 test-unit \
 	bench bench-smoke bench-backends \
-	bench-launch bench-demand deps clean \
+	bench-launch bench-demand deps clean schema \
 	format fuzz fuzz-seeds fuzz-smoke fuzz-run FORCE
 
 all: $(O)/zvmm $(HOSTILE_ELF) lib
@@ -176,6 +177,7 @@ install: all
 	install -m 0644 include/zvmm/zvmm.h $(DESTDIR)$(INCLUDEDIR)/zvmm/
 	install -m 0644 $(O)/libzvmm/zvmm.pc $(DESTDIR)$(PKGCONFIGDIR)/
 	install -m 0644 configs/*.conf $(DESTDIR)$(DATADIR)/zvmm/
+	install -m 0644 docs/stats.schema.json $(DESTDIR)$(DATADIR)/zvmm/
 	install -m 0644 dist/udev/70-zvmm-userfaultfd.rules \
 		$(DESTDIR)$(DATADIR)/zvmm/udev/
 	install -m 0644 man/zvmm.1 $(DESTDIR)$(MANDIR)/man1/
@@ -196,7 +198,8 @@ uninstall:
 		$(DESTDIR)$(MANDIR)/man5/zvmm.conf.5 \
 		$(addprefix $(DESTDIR)$(MANDIR)/man3/,$(addsuffix .3,$(API_FUNCS)))
 	rm -f $(addprefix $(DESTDIR)$(DATADIR)/zvmm/,$(notdir $(wildcard configs/*.conf)))
-	rm -f $(DESTDIR)$(DATADIR)/zvmm/udev/70-zvmm-userfaultfd.rules
+	rm -f $(DESTDIR)$(DATADIR)/zvmm/udev/70-zvmm-userfaultfd.rules \
+		$(DESTDIR)$(DATADIR)/zvmm/stats.schema.json
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/zvmm $(DESTDIR)$(DATADIR)/zvmm/udev \
 		$(DESTDIR)$(DATADIR)/zvmm 2>/dev/null
 
@@ -258,6 +261,16 @@ $(O)/vmm/guest_image.o: vmm/guest_image.S $(GUEST_ELF)
 	@mkdir -p $(dir $@)
 	$(quiet) AS $@
 	$(Q)$(CC) -c -DGUEST_IMAGE='"$(GUEST_ELF)"' -o $@ $<
+
+# docs/stats.schema.json comes from api/stats.h's table; `make schema`
+# writes it again, tests/test_schema.c fails while it differs.
+$(O)/tools/stats-schema: tools/stats-schema.c $(O)/api/stats.o
+	@mkdir -p $(dir $@)
+	$(quiet) CC $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(shell pkg-config --libs json-c)
+
+schema: $(O)/tools/stats-schema
+	$(Q)$< >docs/stats.schema.json
 
 # The device model is unit-tested without KVM (tests/test_devices.c).
 $(O)/tests/zvmm-tests: $(TEST_OBJS) $(CORE_OBJS) $(O)/vmm/devices.o \

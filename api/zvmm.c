@@ -20,6 +20,7 @@
 #include <json-c/json.h>
 
 #include "../include/zvmm/zvmm.h"
+#include "stats.h"
 #include "../lib/file.h"
 #include "../lib/log.h"
 #include "../zeroing/backend.h"
@@ -706,6 +707,8 @@ void zvmm_guest_stats(struct zvmm_guest *v, struct zvmm_stats *s)
 	s->faults = r.demand.faults;
 	s->fault_pages = r.demand.pages;
 	s->fault_scrubbed_pages = r.demand.scrubbed_pages;
+	s->fault_populated_pages = r.demand.populated_pages;
+	s->fault_populate_bytes = r.demand.populate_bytes;
 	s->ahead_pages = r.demand.ahead_pages;
 	s->fault_bytes = r.demand.bytes;
 	s->fault_p50_us = r.demand.p50_us;
@@ -727,74 +730,6 @@ void zvmm_guest_stats(struct zvmm_guest *v, struct zvmm_stats *s)
 	s->foreign_pages = r.foreign_pages;
 }
 
-static void add_u64(json_object *o, const char *k, uint64_t v)
-{
-	json_object_object_add(o, k, json_object_new_uint64(v));
-}
-
-/* Fixed-point, as zvmm's reports print them: never an exponent. */
-static void add_f(json_object *o, const char *k, double v)
-{
-	char text[48];
-
-	snprintf(text, sizeof(text), "%.6f", v);
-	json_object_object_add(o, k, json_object_new_double_s(v, text));
-}
-
-static json_object *stats_json(const struct zvmm_stats *s)
-{
-	json_object *o = json_object_new_object();
-	json_object *pz = json_object_new_object();
-	json_object *d = json_object_new_object();
-	json_object *bg = json_object_new_object();
-	json_object *pool = json_object_new_object();
-
-	json_object_object_add(o, "mode", json_object_new_string(s->mode));
-	json_object_object_add(o, "backend",
-			       json_object_new_string(s->backend));
-	json_object_object_add(o, "backend_from",
-			       json_object_new_string(s->backend_from));
-	add_u64(o, "workers", s->workers);
-	add_u64(o, "chunk_bytes", s->chunk_bytes);
-	add_u64(o, "bytes", s->bytes);
-	add_u64(o, "page_bytes", s->page_bytes);
-	add_u64(o, "pages", s->pages);
-	add_u64(o, "zero_pages", s->zero_pages);
-	add_u64(o, "dirty_pages", s->dirty_pages);
-	add_f(o, "open_ms", s->open_ms);
-	add_u64(pz, "scrub_bytes", s->prezero_scrub_bytes);
-	add_u64(pz, "populate_bytes", s->prezero_populate_bytes);
-	add_f(pz, "seconds", s->prezero_seconds);
-	add_f(pz, "gbps", s->prezero_gbps);
-	json_object_object_add(o, "prezero", pz);
-	add_u64(d, "faults", s->faults);
-	add_u64(d, "pages", s->fault_pages);
-	add_u64(d, "scrubbed_pages", s->fault_scrubbed_pages);
-	add_u64(d, "ahead_pages", s->ahead_pages);
-	add_u64(d, "bytes", s->fault_bytes);
-	add_f(d, "p50_us", s->fault_p50_us);
-	add_f(d, "p99_us", s->fault_p99_us);
-	add_f(d, "max_us", s->fault_max_us);
-	json_object_object_add(o, "demand", d);
-	add_u64(bg, "bytes", s->background_bytes);
-	add_f(bg, "seconds", s->background_seconds);
-	json_object_object_add(bg, "active",
-			       json_object_new_boolean(s->background_active));
-	json_object_object_add(o, "background", bg);
-	json_object_object_add(pool, "file", json_object_new_boolean(s->pool));
-	json_object_object_add(pool, "record_clean",
-			       json_object_new_boolean(s->record_clean));
-	json_object_object_add(pool, "record_written",
-			       json_object_new_boolean(s->record_written));
-	json_object_object_add(pool, "on_exit",
-			       json_object_new_string(s->on_exit));
-	add_u64(pool, "on_exit_bytes", s->exit_bytes);
-	add_f(pool, "on_exit_seconds", s->exit_seconds);
-	add_u64(pool, "foreign_pages", s->foreign_pages);
-	json_object_object_add(o, "pool", pool);
-	return o;
-}
-
 int zvmm_guest_stats_json(struct zvmm_guest *v, char *buf, size_t len)
 {
 	struct zvmm_stats s;
@@ -804,9 +739,12 @@ int zvmm_guest_stats_json(struct zvmm_guest *v, char *buf, size_t len)
 	int ret;
 
 	zvmm_guest_stats(v, &s);
-	o = stats_json(&s);
-	if (!o)
+	/* The rows of api/stats.h: the same keys as zvmm run --json's. */
+	o = json_object_new_object();
+	if (!o || api_stats_json(&s, o)) {
+		json_object_put(o);
 		return -ENOMEM;
+	}
 	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	n = text ? strlen(text) : 0;
 	ret = !text ? -ENOMEM : n < len ? (int)n : -ENOSPC;

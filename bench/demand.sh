@@ -191,7 +191,7 @@ for pol in demand hybrid; do
 	done
 	awk -v u="$(echo "${rd[user]}" | median)" -v r="$(echo "${rd[root]}" | median)" \
 		-v pu="$(echo "${p5[user]}" | median)" -v pr="$(echo "${p5[root]}" | median)" -v pol="$pol" \
-		'BEGIN { printf "%s user/root: ready %.2fx, fault p50 %s\n", pol, u / r,
-			pr > 0 ? sprintf("%.2fx", pu / pr) : "- (no faults)" }'
+		'BEGIN { f = pr > 0 ? sprintf("%.2fx", pu / pr) : "- (no faults)"
+			printf "%s user/root: ready %.2fx, fault p50 %s\n", pol, u / r, f }'
 done
 rm -f "$OUT"

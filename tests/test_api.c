@@ -326,7 +326,7 @@ Test(api, stats_are_json)
 	cr_assert_gt(n, 0);
 	cr_assert_eq((size_t)n, strlen(buf));
 	cr_assert(buf[0] == '{' && buf[n - 1] == '}', "%s", buf);
-	cr_assert(strstr(buf, "\"mode\":\"hybrid\""), "%s", buf);
+	cr_assert(strstr(buf, "\"policy\":{\"mode\":\"hybrid\""), "%s", buf);
 	cr_assert(strstr(buf, "\"pages\":16"), "%s", buf);
 	cr_assert_eq(zvmm_guest_stats_json(g, small, sizeof(small)), -ENOSPC);
 	zvmm_guest_close(g);

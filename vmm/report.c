@@ -8,6 +8,7 @@
 
 #include "../lib/log.h"
 #include "../lib/size.h"
+#include "../api/stats.h"
 #include "report.h"
 
 /*
@@ -59,11 +60,6 @@ static void jb_i64(struct jb *b, json_object *o, const char *key, int64_t v)
 static void jb_bool(struct jb *b, json_object *o, const char *key, bool v)
 {
 	jb_add(b, o, key, json_object_new_boolean(v));
-}
-
-static void jb_str(struct jb *b, json_object *o, const char *key, const char *v)
-{
-	jb_add(b, o, key, json_object_new_string(v));
 }
 
 /*
@@ -134,67 +130,23 @@ void vmm_report_json(FILE *f, const struct vmm_run_facts *r)
 	uint64_t v;
 
 	jb_u64(&b, root, "version", 1);
-	jb_u64(&b, root, "mem_bytes", z->bytes);
-	jb_u64(&b, root, "page_bytes", z->page_bytes);
 	jb_u64(&b, root, "vcpus", r->vcpus);
-
-	o = jb_section(&b, root, "policy");
-	jb_str(&b, o, "mode", z->mode);
-	jb_str(&b, o, "backend", z->backend);
-	jb_str(&b, o, "backend_from", z->backend_from);
-	jb_u64(&b, o, "workers", z->workers);
-	jb_u64(&b, o, "chunk_bytes", z->chunk_bytes);
-
 	o = jb_section(&b, root, "launch");
 	jb_fixed(&b, o, "ready_ms", r->ready_ms, 3);
 	p = jb_section(&b, o, "phases_ms");
 	jb_fixed(&b, p, "options", r->options_ms, 3);
-	jb_fixed(&b, p, "memory", z->open_memory_ms, 3);
-	jb_fixed(&b, p, "record", z->open_record_ms, 3);
-	jb_fixed(&b, p, "engine", z->open_engine_ms, 3);
 	jb_fixed(&b, p, "prepare", r->prepare_ms, 3);
 	jb_fixed(&b, p, "kvm_vm", r->kvm_vm_ms, 3);
 	jb_fixed(&b, p, "kvm_memslots", r->kvm_memslots_ms, 3);
 	jb_fixed(&b, p, "kvm_vcpus", r->kvm_vcpus_ms, 3);
 	jb_fixed(&b, p, "loader", r->loader_ms, 3);
 	jb_fixed(&b, p, "start", r->start_ms, 3);
-
-	o = jb_section(&b, root, "prezero");
-	jb_u64(&b, o, "bytes",
-	       z->prezero_scrub_bytes + z->prezero_populate_bytes);
-	jb_fixed(&b, o, "seconds", z->prezero_seconds, 6);
-	jb_fixed(&b, o, "gbps", z->prezero_gbps, 3);
-	jb_u64(&b, o, "scrub_bytes", z->prezero_scrub_bytes);
-	jb_u64(&b, o, "populate_bytes", z->prezero_populate_bytes);
-
-	o = jb_section(&b, root, "demand");
-	jb_u64(&b, o, "faults", z->faults);
-	jb_u64(&b, o, "pages", z->fault_pages);
-	jb_u64(&b, o, "scrubbed_pages", z->fault_scrubbed_pages);
-	jb_u64(&b, o, "ahead_pages", z->ahead_pages);
-	jb_u64(&b, o, "bytes", z->fault_bytes);
-	p = jb_section(&b, o, "latency_us");
-	jb_fixed(&b, p, "p50", z->fault_p50_us, 1);
-	jb_fixed(&b, p, "p99", z->fault_p99_us, 1);
-	jb_fixed(&b, p, "max", z->fault_max_us, 1);
-	p = jb_section(&b, o, "busy_latency_us");
-	jb_u64(&b, p, "faults", z->busy_faults);
-	jb_fixed(&b, p, "p50", z->busy_p50_us, 1);
-	jb_fixed(&b, p, "p99", z->busy_p99_us, 1);
-	jb_fixed(&b, p, "max", z->busy_max_us, 1);
-
-	o = jb_section(&b, root, "background");
-	jb_u64(&b, o, "bytes", z->background_bytes);
-	jb_fixed(&b, o, "seconds", z->background_seconds, 6);
-
-	o = jb_section(&b, root, "pool");
-	jb_bool(&b, o, "file", z->pool);
-	jb_bool(&b, o, "record_clean", z->record_clean);
-	jb_str(&b, o, "on_exit", z->on_exit[0] ? z->on_exit : "none");
-	jb_u64(&b, o, "on_exit_bytes", z->exit_bytes);
-	jb_fixed(&b, o, "on_exit_seconds", z->exit_seconds, 6);
-	jb_bool(&b, o, "record_written", z->record_written);
-	jb_u64(&b, o, "foreign_pages", z->foreign_pages);
+	/*
+	 * Everything libzvmm reports comes from its one table (api/stats.h):
+	 * the same keys, nesting and types as zvmm_guest_stats_json().
+	 */
+	if (b.ok && api_stats_json(z, root))
+		b.ok = false;
 
 	/* The guest's own numbers, copied by name from its report. */
 	o = jb_section(&b, root, "guest");

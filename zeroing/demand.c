@@ -236,7 +236,11 @@ static int serve(struct zero_demand *f, uint64_t page, bool minor)
 
 		zero_engine_stats(f->engine, &st);
 		f->busy[page] = st.bg_active;
-		f->scrubbed_pages++;
+		/* A hole is populated (the kernel zeroes it), not scrubbed. */
+		if (s == ZP_FRESH)
+			f->populated_pages++;
+		else
+			f->scrubbed_pages++;
 		return 0;
 	}
 	return ret;

@@ -25,7 +25,8 @@ struct zero_demand {
 	double *pending; /* per page: when its first fault was read, 0: none */
 	uint64_t faults; /* fault messages read */
 	uint64_t pages; /* pages mapped on a fault */
-	uint64_t scrubbed_pages; /* of those, scrubbed first */
+	uint64_t scrubbed_pages; /* of those, scrubbed first (DIRTY) */
+	uint64_t populated_pages; /* of those, holes populated first */
 	uint64_t ahead_pages; /* mapped as the background finished them */
 	/* MINOR faults on pages the table called FRESH: allocated by
 	 * another process behind zvmm's back, scrubbed before mapping. */

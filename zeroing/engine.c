@@ -233,6 +233,7 @@ void zero_engine_stats(struct zero_engine *e, struct zero_pool_stats *t)
 		t->scrub_bytes += s.scrub_bytes;
 		t->populate_bytes += s.populate_bytes;
 		t->demand_bytes += s.demand_bytes;
+		t->demand_populate_bytes += s.demand_populate_bytes;
 		t->demand_pages += s.demand_pages;
 		t->pages_left += s.pages_left;
 		if (s.bg_seconds > t->bg_seconds)

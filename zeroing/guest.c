@@ -591,12 +591,17 @@ void zero_guest_report(struct zero_guest *g, struct zero_guest_report *r)
 	r->workers = zero_engine_workers(g->engine);
 	r->chunk = zero_engine_chunk(g->engine);
 	r->prezero = g->pz;
-	if (g->started)
-		r->demand.bytes = st1.demand_bytes - g->st0.demand_bytes;
+	if (g->started) {
+		r->demand.populate_bytes = st1.demand_populate_bytes -
+					   g->st0.demand_populate_bytes;
+		r->demand.bytes = st1.demand_bytes - g->st0.demand_bytes -
+				  r->demand.populate_bytes;
+	}
 	work = st1.scrub_bytes + st1.populate_bytes - g->st0.scrub_bytes -
 	       g->st0.populate_bytes;
 	if (g->started) {
-		r->background_bytes = work - r->demand.bytes;
+		r->background_bytes =
+			work - r->demand.bytes - r->demand.populate_bytes;
 		r->background_seconds =
 			g->pol.mode == ZERO_MODE_HYBRID ? st1.bg_seconds : 0;
 	}
@@ -604,6 +609,7 @@ void zero_guest_report(struct zero_guest *g, struct zero_guest_report *r)
 		r->demand.faults = d->faults;
 		r->demand.pages = d->pages;
 		r->demand.scrubbed_pages = d->scrubbed_pages;
+		r->demand.populated_pages = d->populated_pages;
 		r->demand.ahead_pages = d->ahead_pages;
 		r->demand.p50_us = zero_demand_latency(&g->demand, 0.5);
 		r->demand.p99_us = zero_demand_latency(&g->demand, 0.99);

@@ -58,6 +58,7 @@ struct zero_guest_report {
 	struct zero_prezero_report prezero; /* before the first vCPU */
 	struct {
 		uint64_t faults, pages, scrubbed_pages, bytes;
+		uint64_t populated_pages, populate_bytes;
 		uint64_t ahead_pages; /* hybrid: mapped as background ended */
 		double p50_us, p99_us, max_us;
 		uint64_t busy_faults;

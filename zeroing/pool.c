@@ -369,6 +369,8 @@ static void *worker(void *arg)
 			pool->st.scrub_bytes += len;
 		if (demand)
 			pool->st.demand_bytes += len;
+		if (demand && job->populate)
+			pool->st.demand_populate_bytes += len;
 		settle_locked(pool, job);
 		finish_pass_locked(pool);
 	}
@@ -397,6 +399,33 @@ static void stop_workers(struct zero_pool *pool)
 	for (unsigned int i = 0; i < pool->nr_threads; i++)
 		pthread_join(pool->threads[i], NULL);
 	pool->nr_threads = 0;
+}
+
+/*
+ * A pinned worker is created on its CPU (the attribute), not moved there
+ * once it runs: it never clears a chunk elsewhere, and whoever looks at
+ * it after zero_pool_create() sees it where it stays.
+ */
+static int start_worker(struct zero_pool *pool, unsigned int i)
+{
+	pthread_attr_t attr;
+	cpu_set_t set;
+	int ret;
+
+	if (pool->args[i].cpu < 0)
+		return -pthread_create(&pool->threads[i], NULL, worker,
+				       &pool->args[i]);
+	ret = -pthread_attr_init(&attr);
+	if (ret)
+		return ret;
+	CPU_ZERO(&set);
+	CPU_SET(pool->args[i].cpu, &set);
+	ret = -pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	if (!ret)
+		ret = -pthread_create(&pool->threads[i], &attr, worker,
+				      &pool->args[i]);
+	pthread_attr_destroy(&attr);
+	return ret;
 }
 
 int zero_pool_create(const struct zero_pool_cfg *cfg, struct zero_pool **out)
@@ -437,8 +466,7 @@ int zero_pool_create(const struct zero_pool_cfg *cfg, struct zero_pool **out)
 		pool->args[i].cpu = cfg->cpus ? cfg->cpus[i] : -1;
 		ret = -zvmm_inject("worker");
 		if (!ret)
-			ret = -pthread_create(&pool->threads[i], NULL, worker,
-					      &pool->args[i]);
+			ret = start_worker(pool, i);
 		if (ret)
 			break;
 		pool->nr_threads++;

@@ -37,6 +37,7 @@ struct zero_pool_stats {
 	uint64_t scrub_bytes; /* cleared with the backend */
 	uint64_t populate_bytes; /* FRESH pages the kernel zeroed for us */
 	uint64_t demand_bytes; /* of the above, done for demand requests */
+	uint64_t demand_populate_bytes; /* of those, FRESH pages populated */
 	uint64_t demand_pages;
 	uint64_t pages_left; /* background pages not yet ZERO or MAPPED */
 	double bg_seconds; /* background run time so far */

@@ -432,9 +432,10 @@ struct zvmm_stats {
 	uint64_t prezero_scrub_bytes, prezero_populate_bytes;
 	double prezero_seconds, prezero_gbps;
 	/* first touches served: faults read, pages they asked for, pages
-	 * scrubbed for them, pages mapped ahead of any fault (hybrid) */
+	 * scrubbed for them (someone's data), pages mapped ahead of any
+	 * fault (hybrid) */
 	uint64_t faults, fault_pages, fault_scrubbed_pages, ahead_pages;
-	uint64_t fault_bytes; /* cleared by workers for faults */
+	uint64_t fault_bytes; /* cleared by workers for faults (scrubbed) */
 	double fault_p50_us, fault_p99_us, fault_max_us; /* read to mapped */
 	uint64_t busy_faults; /* those served while background work ran */
 	double busy_p50_us, busy_p99_us, busy_max_us;
@@ -450,7 +451,10 @@ struct zvmm_stats {
 	/* pages another process allocated in the pool behind zvmm's back
 	 * during this launch, found and scrubbed (libzvmm(3), SECURITY) */
 	uint64_t foreign_pages;
-	uint64_t reserved[15]; /* zero; room for fields to come */
+	/* holes populated for faults (the kernel zeroes them on a worker's
+	 * core; not counted as scrubbed), and their bytes */
+	uint64_t fault_populated_pages, fault_populate_bytes;
+	uint64_t reserved[13]; /* zero; room for fields to come */
 };
 
 /*
@@ -461,8 +465,12 @@ struct zvmm_stats {
 ZVMM_API void zvmm_guest_stats(struct zvmm_guest *g, struct zvmm_stats *s);
 
 /*
- * The same as one JSON object into @buf (NUL-terminated). The length,
- * or -ENOSPC when @len is too short.
+ * The same as one JSON object into @buf (NUL-terminated), with the keys,
+ * nesting and types of the same statistics in `zvmm run --json`
+ * (sections policy, launch, prezero, demand, background, pool;
+ * the JSON Schema is docs/stats.schema.json, installed as
+ * share/zvmm/stats.schema.json). The length, or -ENOSPC when @len is too
+ * short.
  */
 ZVMM_API int zvmm_guest_stats_json(struct zvmm_guest *g, char *buf, size_t len);
 
