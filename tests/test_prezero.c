@@ -18,7 +18,7 @@
 #include "../lib/size.h"
 #include "helpers.h"
 
-static char mnt[64], pool[96], conf[96];
+static char mnt[64], pool[96], conf[96], state[96];
 static bool mounted;
 static struct zero_hugetlb_resv resv = ZERO_HUGETLB_RESV_INIT;
 static long free_before = -1;
@@ -31,14 +31,21 @@ static void setup(void)
 	snprintf(pool, sizeof(pool), "%s/pool", mnt);
 	snprintf(conf, sizeof(conf), "/tmp/zvmm-test-prezero.%d.conf",
 		 (int)getpid());
+	/* Records go with the test's files, never to /var/lib/zvmm. */
+	snprintf(state, sizeof(state), "/tmp/zvmm-test-prezero.%d.state",
+		 (int)getpid());
+	setenv("ZVMM_STATE_DIR", state, 1);
 }
 
 static void teardown(void)
 {
 	long nr, nfree;
+	char cmd[128];
 
 	unlink(pool);
 	unlink(conf);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", state);
+	(void)!system(cmd);
 	if (mounted)
 		umount(mnt);
 	rmdir(mnt);

@@ -27,7 +27,7 @@ static struct test_run r;
 static struct zero_hugetlb_resv resv = ZERO_HUGETLB_RESV_INIT;
 static uint64_t resv_page;
 static long free_before = -1;
-static char tmp[64], mnt[64];
+static char tmp[64], mnt[64], state[96];
 static bool mounted;
 
 static void setup(void)
@@ -35,6 +35,9 @@ static void setup(void)
 	snprintf(tmp, sizeof(tmp), "/tmp/zvmm-test-run.%d", (int)getpid());
 	snprintf(mnt, sizeof(mnt), "/tmp/zvmm-test-run-mnt.%d", (int)getpid());
 	mkdir(tmp, 0755);
+	/* Records go with the test's files, never to /var/lib/zvmm. */
+	snprintf(state, sizeof(state), "%s/state", tmp);
+	setenv("ZVMM_STATE_DIR", state, 1);
 }
 
 static void teardown(void)
