@@ -309,7 +309,7 @@ void test_pool_cleanup(const char *mnt, const char *pool, const char *state,
 
 	if (mounted) {
 		unlink(pool);
-		umount(mnt);
+		umount2(mnt, MNT_DETACH);
 	}
 	rmdir(mnt);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", state);

@@ -590,7 +590,7 @@ int main(int argc, char **argv)
 		w.writers_between = w.writers_during = 0;
 	}
 	unlink(w.pool);
-	umount(w.mnt);
+	umount2(w.mnt, MNT_DETACH);
 	rmdir(w.mnt);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s %s", w.state, w.state2);
 	if (system(cmd)) {

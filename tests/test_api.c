@@ -78,7 +78,7 @@ static void teardown(void)
 {
 	unlink(POOL);
 	if (mounted)
-		umount(MNT);
+		umount2(MNT, MNT_DETACH);
 	mounted = false;
 	rmdir(MNT);
 	(void)!system("rm -rf " STATE);

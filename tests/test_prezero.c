@@ -47,7 +47,7 @@ static void teardown(void)
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", state);
 	(void)!system(cmd);
 	if (mounted)
-		umount(mnt);
+		umount2(mnt, MNT_DETACH);
 	rmdir(mnt);
 	if (free_before >= 0 && !zero_hugetlb_counts(SZ_2M, &nr, &nfree))
 		cr_expect_eq(nfree, free_before,

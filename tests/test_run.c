@@ -50,7 +50,7 @@ static void teardown(void)
 		if (system(cmd)) {
 			/* the umount below reports what is left */
 		}
-		umount(mnt);
+		umount2(mnt, MNT_DETACH);
 	}
 	rmdir(mnt);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);

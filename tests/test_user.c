@@ -137,9 +137,9 @@ static void teardown(void)
 		write_file(SYSCTL, sysctl_saved);
 	(void)!system("rm -f " MNT "/* " RMNT "/* 2>/dev/null");
 	if (mounted)
-		umount(MNT);
+		umount2(MNT, MNT_DETACH);
 	if (rmounted)
-		umount(RMNT);
+		umount2(RMNT, MNT_DETACH);
 	mounted = rmounted = false;
 	rmdir(MNT);
 	rmdir(RMNT);
