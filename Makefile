@@ -28,7 +28,7 @@ endif
 DEB_PACKAGES := gcc make pkg-config libnuma-dev liburing-dev \
 	libcriterion-dev libinih-dev libjson-c-dev gcc-aarch64-linux-gnu \
 	libc6-dev-arm64-cross qemu-user qemu-system-x86 gnuplot-nox \
-	python3-jsonschema
+	python3-jsonschema g++ abigail-tools
 # clang and its libFuzzer/sanitizer runtimes, for fuzz/.
 FUZZ_PACKAGES := clang libclang-rt-14-dev
 DEB_PACKAGES += $(FUZZ_PACKAGES)
@@ -100,7 +100,7 @@ ARM64_TEST := $(O)/tests/arm64/test-arm64
 .DELETE_ON_ERROR:
 .PHONY: all lib install uninstall example test test-arm64 test-unit \
 	bench bench-smoke bench-backends \
-	bench-launch bench-demand deps clean schema \
+	bench-launch bench-demand deps clean schema header-cxx abi-check \
 	format fuzz fuzz-seeds fuzz-smoke fuzz-run FORCE
 
 all: $(O)/zvmm $(HOSTILE_ELF) lib
@@ -326,7 +326,27 @@ TEST_RUNNER := $(O)/tests/zvmm-tests
 TEST_LIB := $(LIBZ_SO)
 endif
 
-test-unit: $(O)/zvmm $(HOSTILE_ELF) $(TEST_RUNNER) $(STRESS) $(MODEL) lib
+# The public header compiles as C++ (-pedantic), and the library keeps
+# the ABI of the last release (abi/: abidw's dump of libzvmm 0.1.0):
+# additions are fine, an incompatible change (abidiff's bit 8) or an
+# error fails. Skipped, saying so, without g++ or abidiff.
+header-cxx:
+	$(Q)if command -v $(CXX) >/dev/null; then \
+		$(CXX) -std=c++11 -pedantic -Wall -Wextra -Werror -fsyntax-only \
+			-Iinclude tests/header.cc; \
+	else echo "header-cxx: skipped: no $(CXX) (make deps)"; fi
+
+abi-check: lib
+	$(Q)if command -v abidiff >/dev/null; then \
+		abidiff --headers-dir2 include/zvmm abi/libzvmm-0.1.0.abi \
+			$(LIBZ_SO) >$(O)/abidiff.txt; rc=$$?; \
+		if [ $$((rc & 11)) -ne 0 ]; then cat $(O)/abidiff.txt; \
+			echo "abi-check: libzvmm breaks the 0.1.0 ABI (abidiff $$rc)" >&2; \
+			exit 1; fi; \
+	else echo "abi-check: skipped: no abidiff (make deps: abigail-tools)"; fi
+
+test-unit: $(O)/zvmm $(HOSTILE_ELF) $(TEST_RUNNER) $(STRESS) $(MODEL) lib \
+		header-cxx abi-check
 	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(STRESS) $(STRESS_SEEDS)
 	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(MODEL) $(MODEL_SEEDS)
 	$(Q)rm -rf $(O)/test-cache

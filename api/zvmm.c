@@ -58,6 +58,23 @@ const char *zvmm_version(void)
 	return ZVMM_VERSION;
 }
 
+int zvmm_check_version(unsigned int major, unsigned int minor)
+{
+	if (major == ZVMM_VERSION_MAJOR && minor <= ZVMM_VERSION_MINOR)
+		return 0;
+	pr_err("libzvmm %s runs, and the program needs the API of %u.%u: install libzvmm %u.%u or later (same major version)",
+	       ZVMM_VERSION, major, minor, major, minor);
+	return -ENOTSUP;
+}
+
+void zvmm_mem_init(struct zvmm_mem *m, uint64_t bytes, uint64_t page_bytes)
+{
+	memset(m, 0, sizeof(*m));
+	m->bytes = bytes;
+	m->page_bytes = page_bytes;
+	m->fd = -1;
+}
+
 /* ---------------------------------------------------------------- log */
 
 static zvmm_log_fn *user_log;

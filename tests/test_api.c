@@ -583,3 +583,24 @@ Test(api, prepare_is_one_call_and_serving_follows_it)
 	cr_assert_eq(zvmm_guest_prepare(g, ZVMM_PAGE_2M), -EALREADY);
 	zvmm_guest_close(g);
 }
+
+/* What a program built against this header asks of the library. */
+Test(api, version_check_and_mem_init)
+{
+	struct zvmm_mem m;
+
+	cr_assert_eq(zvmm_check_version(ZVMM_VERSION_MAJOR, ZVMM_VERSION_MINOR),
+		     0);
+	cr_assert_eq(zvmm_check_version(0, 1), 0, "0.2 has 0.1's API");
+	cr_assert_eq(zvmm_check_version(ZVMM_VERSION_MAJOR,
+					ZVMM_VERSION_MINOR + 1),
+		     -ENOTSUP);
+	cr_assert(strstr(logged, "install libzvmm"), "%s", logged);
+	cr_assert_eq(zvmm_check_version(ZVMM_VERSION_MAJOR + 1, 0), -ENOTSUP);
+	memset(&m, 0xa5, sizeof(m));
+	zvmm_mem_init(&m, 64ULL << 20, ZVMM_PAGE_1G);
+	cr_assert_eq(m.fd, -1, "fd 0 would be standard input");
+	cr_assert_null(m.pool_path);
+	cr_assert_eq(m.bytes, 64ULL << 20);
+	cr_assert_eq(m.page_bytes, ZVMM_PAGE_1G);
+}

@@ -51,9 +51,9 @@ extern "C" {
 #endif
 
 #define ZVMM_VERSION_MAJOR 0
-#define ZVMM_VERSION_MINOR 1
+#define ZVMM_VERSION_MINOR 2
 #define ZVMM_VERSION_PATCH 0
-#define ZVMM_VERSION "0.1.0"
+#define ZVMM_VERSION "0.2.0"
 
 #if defined(__GNUC__) && !defined(ZVMM_STATIC)
 #define ZVMM_API __attribute__((visibility("default")))
@@ -65,6 +65,15 @@ extern "C" {
  * header's ZVMM_VERSION when the shared library was upgraded. Any
  * thread. */
 ZVMM_API const char *zvmm_version(void);
+
+/*
+ * Whether the library that runs has the API of release @major.@minor
+ * that a program was built against: call it once at start with
+ * ZVMM_VERSION_MAJOR and ZVMM_VERSION_MINOR. 0 when it has (same major,
+ * this minor or later), else -ENOTSUP with the two versions logged.
+ * Since 0.2. Any thread.
+ */
+ZVMM_API int zvmm_check_version(unsigned int major, unsigned int minor);
 
 /* ---------------------------------------------------------------- log */
 
@@ -150,8 +159,19 @@ struct zvmm_mem {
 	int fd; /* -1: none */
 };
 
+/*
+ * Sets @m to @bytes of @page_bytes pages in an anonymous memfd: no pool
+ * path and fd -1 (a zeroed struct would say fd 0, standard input). For
+ * C++ and bindings, where the macro below is no expression. Since 0.2.
+ */
+ZVMM_API void zvmm_mem_init(struct zvmm_mem *m, uint64_t bytes,
+			    uint64_t page_bytes);
+
+#ifndef __cplusplus
+/* The same as an initialiser (C99 compound literal). */
 #define ZVMM_MEM_INIT(size, page) \
 	((struct zvmm_mem){ .bytes = (size), .page_bytes = (page), .fd = -1 })
+#endif
 
 /*
  * Checks that @mem can be had before anything is taken: sizes, the
