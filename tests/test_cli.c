@@ -206,3 +206,23 @@ Test(cli, bench_json_has_every_method, .init = snapshot, .timeout = 300)
 	}
 	assert_pools_restored();
 }
+
+/* The count the usage text gives is the count the parser takes. */
+Test(cli, reps_outside_what_usage_says_is_refused)
+{
+	static const char *const bad[] = { "0", "65", "4294967296", "-1" };
+
+	for (unsigned int i = 0; i < 4; i++) {
+		cr_assert_eq(test_run_zvmm((const char *[]){ "bench", "--reps",
+							     bad[i], NULL },
+					   false, &r),
+			     0);
+		cr_assert_eq(r.status, 2, "--reps %s: status %d: %s", bad[i],
+			     r.status, r.out);
+		cr_assert(strstr(r.out, "from 1 to 64"), "%s", r.out);
+	}
+	cr_assert_eq(test_run_zvmm((const char *[]){ "bench", "--help", NULL },
+				   false, &r),
+		     0);
+	cr_assert(strstr(r.out, "1 to 64"), "%s", r.out);
+}

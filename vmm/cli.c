@@ -172,9 +172,9 @@ static int parse_one(int c, const char *arg, struct cli_args *a)
 		}
 		return 0;
 	case 'R':
-		if (parse_uint(arg, 0, UINT32_MAX, &a->reps)) {
-			pr_err("--reps: invalid count '%s': give a whole number from 1 to 64",
-			       arg);
+		if (parse_uint(arg, 1, CLI_MAX_REPS, &a->reps)) {
+			pr_err("--reps: invalid count '%s': give a whole number from 1 to %d",
+			       arg, CLI_MAX_REPS);
 			return -EINVAL;
 		}
 		return 0;

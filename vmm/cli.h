@@ -32,6 +32,8 @@ int cli_parse_size(const char *opt, const char *arg, uint64_t *out);
 
 struct zvmm_policy;
 
+/* bench --reps: what the usage text and the parser both say. */
+#define CLI_MAX_REPS 64
 #define CLI_MAX_SETS 32
 
 /* The --set options of one command, in order. */

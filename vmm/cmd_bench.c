@@ -27,7 +27,7 @@ static void bench_usage(FILE *f)
 		"back, also on error and on SIGINT.\n"
 		"\n"
 		"  --size SIZE       region size, a multiple of 2M (default 4G)\n"
-		"  --reps N          timed repetitions per point (default 5)\n"
+		"  --reps N          timed repetitions per point, 1 to 64 (default 5)\n"
 		"  --backends LIST   comma-separated backends (default: all that run here)\n"
 		"  --json FILE|-     write the JSON report; with '-' the table goes to stderr\n"
 		"  --plot DIR        write DIR/bench-gbps.svg (needs gnuplot)\n"
