@@ -51,6 +51,10 @@ struct zvmm_guest {
 	void (*on_error)(void *arg, int err);
 	void *on_error_arg;
 	double open_ms;
+	/* zvmm_guest_set_log() */
+	zvmm_guest_log_fn *log;
+	void *log_arg;
+	enum log_level log_max;
 };
 
 const char *zvmm_version(void)
@@ -79,36 +83,80 @@ void zvmm_mem_init(struct zvmm_mem *m, uint64_t bytes, uint64_t page_bytes)
 
 static zvmm_log_fn *user_log;
 static void *user_log_arg;
+static enum log_level user_max = LOG_ERR;
+
+/*
+ * The guest whose call (or serving thread) this thread is in: its own
+ * log takes the messages then (zvmm_guest_set_log()).
+ */
+static __thread struct zvmm_guest *log_guest;
+
+static const enum zvmm_log_level to_api_level[] = {
+	[LOG_ERR] = ZVMM_LOG_ERROR,
+	[LOG_WARN] = ZVMM_LOG_WARNING,
+	[LOG_INFO] = ZVMM_LOG_INFO,
+	[LOG_DEBUG] = ZVMM_LOG_DEBUG,
+};
+
+static const enum log_level from_api_level[] = {
+	[ZVMM_LOG_ERROR] = LOG_ERR,
+	[ZVMM_LOG_WARNING] = LOG_WARN,
+	[ZVMM_LOG_INFO] = LOG_INFO,
+	[ZVMM_LOG_DEBUG] = LOG_DEBUG,
+};
 
 static void to_user(void *arg, enum log_level level, const char *msg)
 {
-	static const enum zvmm_log_level map[] = {
-		[LOG_ERR] = ZVMM_LOG_ERROR,
-		[LOG_WARN] = ZVMM_LOG_WARNING,
-		[LOG_INFO] = ZVMM_LOG_INFO,
-		[LOG_DEBUG] = ZVMM_LOG_DEBUG,
-	};
+	struct zvmm_guest *g = log_guest;
 
 	(void)arg;
-	user_log(user_log_arg, map[level], msg);
+	if (g && g->log) {
+		if (level <= g->log_max)
+			g->log(g->log_arg, g, to_api_level[level], msg);
+		return;
+	}
+	if (user_log && level <= user_max)
+		user_log(user_log_arg, to_api_level[level], msg);
+}
+
+/* One sink for both logs; the levels are each log's own. */
+static void install_sink(void)
+{
+	log_level = LOG_DEBUG;
+	log_set_sink(to_user, NULL);
 }
 
 void zvmm_set_log(zvmm_log_fn *fn, void *arg, enum zvmm_log_level max)
 {
-	static const enum log_level map[] = {
-		[ZVMM_LOG_ERROR] = LOG_ERR,
-		[ZVMM_LOG_WARNING] = LOG_WARN,
-		[ZVMM_LOG_INFO] = LOG_INFO,
-		[ZVMM_LOG_DEBUG] = LOG_DEBUG,
-	};
-
 	user_log = fn;
 	user_log_arg = arg;
-	log_level = max <= ZVMM_LOG_DEBUG ? map[max] : LOG_DEBUG;
-	log_set_sink(fn ? to_user : NULL, NULL);
+	user_max = max <= ZVMM_LOG_DEBUG ? from_api_level[max] : LOG_DEBUG;
+	install_sink();
 }
 
-/* Logs @err (a message the internals wrote) when @ret is an error. */
+void zvmm_guest_set_log(struct zvmm_guest *g, zvmm_guest_log_fn *fn, void *arg,
+			enum zvmm_log_level max)
+{
+	g->log = fn;
+	g->log_arg = arg;
+	g->log_max = max <= ZVMM_LOG_DEBUG ? from_api_level[max] : LOG_DEBUG;
+	install_sink();
+}
+
+/* Messages of this call are @g's: the previous guest, to put back. */
+static struct zvmm_guest *enter(struct zvmm_guest *g)
+{
+	struct zvmm_guest *prev = log_guest;
+
+	log_guest = g;
+	return prev;
+}
+
+static void leave(struct zvmm_guest *prev)
+{
+	log_guest = prev;
+}
+
 static int fail(int ret, const char *err)
 {
 	if (ret && ret != -ECANCELED && err[0])
@@ -473,7 +521,7 @@ static int make_epoll(struct zvmm_guest *v)
 	return 0;
 }
 
-int zvmm_guest_prepare(struct zvmm_guest *v, uint64_t boot_bytes)
+static int guest_prepare(struct zvmm_guest *v, uint64_t boot_bytes)
 {
 	char err[512] = "";
 	int ret;
@@ -492,7 +540,16 @@ int zvmm_guest_prepare(struct zvmm_guest *v, uint64_t boot_bytes)
 	return fail(ret, err);
 }
 
-int zvmm_guest_access(struct zvmm_guest *v, uint64_t offset, uint64_t bytes)
+int zvmm_guest_prepare(struct zvmm_guest *v, uint64_t boot_bytes)
+{
+	struct zvmm_guest *prev = enter(v);
+	int ret = guest_prepare(v, boot_bytes);
+
+	leave(prev);
+	return ret;
+}
+
+static int guest_access(struct zvmm_guest *v, uint64_t offset, uint64_t bytes)
 {
 	char err[512] = "";
 	int ret;
@@ -509,9 +566,26 @@ int zvmm_guest_access(struct zvmm_guest *v, uint64_t offset, uint64_t bytes)
 	return fail(ret, err);
 }
 
-void zvmm_guest_start(struct zvmm_guest *v)
+int zvmm_guest_access(struct zvmm_guest *v, uint64_t offset, uint64_t bytes)
+{
+	struct zvmm_guest *prev = enter(v);
+	int ret = guest_access(v, offset, bytes);
+
+	leave(prev);
+	return ret;
+}
+
+static void guest_start(struct zvmm_guest *v)
 {
 	zero_guest_start(v->g);
+}
+
+void zvmm_guest_start(struct zvmm_guest *v)
+{
+	struct zvmm_guest *prev = enter(v);
+
+	guest_start(v);
+	leave(prev);
 }
 
 int zvmm_guest_fd(const struct zvmm_guest *v)
@@ -519,7 +593,7 @@ int zvmm_guest_fd(const struct zvmm_guest *v)
 	return v->epoll_fd;
 }
 
-int zvmm_guest_process(struct zvmm_guest *v)
+static int guest_process(struct zvmm_guest *v)
 {
 	struct epoll_event ev[2];
 	int ret;
@@ -531,6 +605,15 @@ int zvmm_guest_process(struct zvmm_guest *v)
 	pthread_mutex_lock(&v->serve_lock);
 	ret = zero_guest_serve(v->g);
 	pthread_mutex_unlock(&v->serve_lock);
+	return ret;
+}
+
+int zvmm_guest_process(struct zvmm_guest *v)
+{
+	struct zvmm_guest *prev = enter(v);
+	int ret = guest_process(v);
+
+	leave(prev);
 	return ret;
 }
 
@@ -547,6 +630,8 @@ static void *serve_thread(void *arg)
 	struct pollfd p[2] = { { .fd = v->epoll_fd, .events = POLLIN },
 			       { .fd = v->wake_fd, .events = POLLIN } };
 	bool failed = false;
+
+	log_guest = v; /* what this thread says is the guest's */
 
 	for (;;) {
 		int ret = poll(p, 2, -1);
@@ -643,7 +728,7 @@ void zvmm_guest_rearm(struct zvmm_guest *v)
 	zero_guest_rearm(v->g);
 }
 
-int zvmm_guest_stop(struct zvmm_guest *v)
+static int guest_stop(struct zvmm_guest *v)
 {
 	int ret;
 
@@ -666,7 +751,16 @@ int zvmm_guest_stop(struct zvmm_guest *v)
 	return v->thread_err;
 }
 
-int zvmm_guest_exit(struct zvmm_guest *v)
+int zvmm_guest_stop(struct zvmm_guest *v)
+{
+	struct zvmm_guest *prev = enter(v);
+	int ret = guest_stop(v);
+
+	leave(prev);
+	return ret;
+}
+
+static int guest_exit(struct zvmm_guest *v)
 {
 	char err[512] = "";
 
@@ -675,11 +769,29 @@ int zvmm_guest_exit(struct zvmm_guest *v)
 	return fail(zero_guest_exit(v->g, err, sizeof(err)), err);
 }
 
-int zvmm_guest_prezero(struct zvmm_guest *v)
+int zvmm_guest_exit(struct zvmm_guest *v)
+{
+	struct zvmm_guest *prev = enter(v);
+	int ret = guest_exit(v);
+
+	leave(prev);
+	return ret;
+}
+
+static int guest_prezero(struct zvmm_guest *v)
 {
 	struct zero_prezero_report r;
 
 	return zero_guest_prezero(v->g, &r);
+}
+
+int zvmm_guest_prezero(struct zvmm_guest *v)
+{
+	struct zvmm_guest *prev = enter(v);
+	int ret = guest_prezero(v);
+
+	leave(prev);
+	return ret;
 }
 
 void zvmm_guest_set_progress(struct zvmm_guest *v, zvmm_progress_fn *fn,
@@ -771,7 +883,7 @@ int zvmm_guest_stats_json(struct zvmm_guest *v, char *buf, size_t len)
 	return ret;
 }
 
-void zvmm_guest_close(struct zvmm_guest *v)
+static void guest_close(struct zvmm_guest *v)
 {
 	if (!v)
 		return;
@@ -781,4 +893,12 @@ void zvmm_guest_close(struct zvmm_guest *v)
 	zero_guest_close(v->g);
 	pthread_mutex_destroy(&v->serve_lock);
 	free(v);
+}
+
+void zvmm_guest_close(struct zvmm_guest *v)
+{
+	struct zvmm_guest *prev = enter(v);
+
+	guest_close(v);
+	leave(prev);
 }

@@ -22,14 +22,28 @@ void log_set_sink(log_sink_fn *fn, void *arg)
 	log_sink_arg = arg;
 }
 
+static log_rewrite_fn *rewrite;
+
 static void to_stderr(void *arg, enum log_level level, const char *msg)
 {
+	char out[1536];
+
 	(void)arg;
+	if (rewrite) {
+		rewrite(msg, out, sizeof(out));
+		msg = out;
+	}
 	fprintf(stderr, "zvmm: %s%s\n", log_prefix[level], msg);
 }
 
 void log_to_stderr(void)
 {
+	log_set_sink(to_stderr, NULL);
+}
+
+void log_to_stderr_rewritten(log_rewrite_fn *fn)
+{
+	rewrite = fn;
 	log_set_sink(to_stderr, NULL);
 }
 

@@ -2,6 +2,8 @@
 #ifndef ZVMM_LIB_LOG_H
 #define ZVMM_LIB_LOG_H
 
+#include <stddef.h>
+
 /*
  * One logging front for every module. Messages go to a sink: none until
  * one is set, so the library prints nothing of its own. The zvmm binary
@@ -22,6 +24,14 @@ void log_set_sink(log_sink_fn *fn, void *arg);
 
 /* The zvmm binary's sink: "zvmm: error: ..." lines on stderr. */
 void log_to_stderr(void);
+
+/*
+ * The same, each message passed through @fn first (@out holds @len
+ * bytes): how the zvmm binary puts its flags where the library names
+ * the fields of its API (vmm/cli.c).
+ */
+typedef void log_rewrite_fn(const char *msg, char *out, size_t len);
+void log_to_stderr_rewritten(log_rewrite_fn *fn);
 
 void log_msg(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

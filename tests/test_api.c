@@ -604,3 +604,97 @@ Test(api, version_check_and_mem_init)
 	cr_assert_eq(m.bytes, 64ULL << 20);
 	cr_assert_eq(m.page_bytes, ZVMM_PAGE_1G);
 }
+
+/*
+ * An embedder's users have no zvmm flags: the library's messages name the
+ * API's fields and keys (mem.pool_path, mem.page_bytes, policy key ...),
+ * never --pool, --hugepages, --mem or --set.
+ */
+Test(api, messages_speak_the_api_not_the_cli)
+{
+	struct zvmm_mem mem = ZVMM_MEM_INIT(POOL_BYTES, ZVMM_PAGE_2M);
+	struct zvmm_policy *pol;
+	struct zvmm_guest *g, *g2;
+
+	need_pool();
+	cr_assert_eq(zvmm_policy_new(&pol), 0);
+	cr_assert_eq(zvmm_policy_set(pol, "zeroing.mode", "fast"), -EINVAL);
+	cr_assert(strstr(logged, "policy key zeroing.mode=fast: bad value"),
+		  "%s", logged);
+	zvmm_policy_free(pol);
+	/* Not on hugetlbfs. */
+	mem.pool_path = STATE "-not-hugetlbfs";
+	cr_assert_neq(zvmm_guest_open(&mem, NULL, &g), 0);
+	cr_assert(strstr(logged, "mem.pool_path " STATE "-not-hugetlbfs"), "%s",
+		  logged);
+	/* A 2M mount asked for 1G pages. */
+	mem.pool_path = POOL;
+	mem.page_bytes = ZVMM_PAGE_1G;
+	mem.bytes = ZVMM_PAGE_1G;
+	cr_assert_neq(zvmm_guest_open(&mem, NULL, &g), 0);
+	cr_assert(strstr(logged, "use mem.page_bytes"), "%s", logged);
+	/* A pool of another size, and a busy one. */
+	mem.page_bytes = ZVMM_PAGE_2M;
+	mem.bytes = POOL_BYTES;
+	cr_assert_eq(zvmm_guest_open(&mem, NULL, &g), 0, "%s", logged);
+	cr_assert_eq(zvmm_guest_open(&mem, NULL, &g2), -EBUSY);
+	cr_assert(strstr(logged, "another mem.pool_path"), "%s", logged);
+	zvmm_guest_close(g);
+	mem.bytes = POOL_BYTES / 2;
+	cr_assert_neq(zvmm_guest_open(&mem, NULL, &g), 0);
+	cr_assert(strstr(logged, "use mem.bytes"), "%s", logged);
+	cr_assert_null(strstr(logged, "--"), "a zvmm flag in: %s", logged);
+}
+
+struct guest_log {
+	struct zvmm_guest *g; /* as the callback was told */
+	char text[1024];
+};
+
+static void guest_log_cb(void *arg, struct zvmm_guest *g,
+			 enum zvmm_log_level level, const char *msg)
+{
+	struct guest_log *l = arg;
+	size_t n = strlen(l->text);
+
+	(void)level;
+	l->g = g;
+	snprintf(l->text + n, sizeof(l->text) - n, "%s\n", msg);
+}
+
+/*
+ * Two guests in one process, each with its own log: a message of one
+ * guest's call reaches that guest's callback, with its argument and the
+ * guest, and neither the other's nor the process's.
+ */
+Test(api, each_guest_has_its_own_log)
+{
+	struct zvmm_mem a = ZVMM_MEM_INIT(POOL_BYTES / 2, ZVMM_PAGE_2M);
+	struct zvmm_mem b = ZVMM_MEM_INIT(POOL_BYTES / 2, ZVMM_PAGE_2M);
+	struct guest_log la = { 0 }, lb = { 0 };
+	struct zvmm_guest *ga, *gb;
+
+	need_pool();
+	cr_assert_eq(zvmm_guest_open(&a, NULL, &ga), 0, "%s", logged);
+	cr_assert_eq(zvmm_guest_open(&b, NULL, &gb), 0, "%s", logged);
+	zvmm_guest_set_log(ga, guest_log_cb, &la, ZVMM_LOG_INFO);
+	zvmm_guest_set_log(gb, guest_log_cb, &lb, ZVMM_LOG_INFO);
+	logged[0] = '\0';
+	/* Before prepare: an error each guest logs for itself. */
+	cr_assert_eq(zvmm_guest_access(ga, 0, 4096), -EINVAL);
+	cr_assert(strstr(la.text, "zvmm_guest_access()"), "%s", la.text);
+	cr_assert_eq(la.g, ga);
+	cr_assert_eq(lb.text[0], '\0', "b got a's message: %s", lb.text);
+	cr_assert_eq(logged[0], '\0', "the process log got it: %s", logged);
+	cr_assert_eq(zvmm_guest_prepare(gb, 0), 0);
+	cr_assert_eq(zvmm_guest_access(gb, POOL_BYTES, 4096), -EINVAL);
+	cr_assert(strstr(lb.text, "outside the guest"), "%s", lb.text);
+	cr_assert_eq(lb.g, gb);
+	cr_assert_null(strstr(la.text, "outside the guest"), "%s", la.text);
+	/* Back to the process's log. */
+	zvmm_guest_set_log(ga, NULL, NULL, ZVMM_LOG_ERROR);
+	cr_assert_eq(zvmm_guest_access(ga, 0, 4096), -EINVAL);
+	cr_assert(strstr(logged, "zvmm_guest_access()"), "%s", logged);
+	zvmm_guest_close(ga);
+	zvmm_guest_close(gb);
+}

@@ -194,7 +194,7 @@ Test(policy, set_overrides)
 
 	cr_assert_eq(zero_policy_set(&p, "zeroing.mode=warp", err, sizeof(err)),
 		     -EINVAL);
-	cr_assert(strstr(err, "--set zeroing.mode=warp: bad value 'warp'"),
+	cr_assert(strstr(err, "policy key zeroing.mode=warp: bad value 'warp'"),
 		  "%s", err);
 	cr_assert_eq(p.mode, ZERO_MODE_DEMAND, "a failed --set changed it");
 	cr_assert_eq(zero_policy_set(&p, "mode=demand", err, sizeof(err)),

@@ -40,6 +40,46 @@ int cli_exit_status(int err)
 	}
 }
 
+/*
+ * libzvmm's messages name the fields of its API (mem.pool_path, policy
+ * key zeroing.mode=...); on zvmm's command line those are flags.
+ */
+static const struct {
+	const char *api, *flag;
+} api_terms[] = {
+	{ "mem.pool_path", "--pool" },
+	{ "mem.page_bytes", "--hugepages" },
+	{ "mem.bytes", "--mem" },
+	{ "policy key ", "--set " },
+};
+
+static void to_flags(const char *msg, char *out, size_t len)
+{
+	size_t n = 0;
+
+	while (*msg && n + 1 < len) {
+		unsigned int i;
+
+		for (i = 0; i < sizeof(api_terms) / sizeof(api_terms[0]); i++)
+			if (!strncmp(msg, api_terms[i].api,
+				     strlen(api_terms[i].api)))
+				break;
+		if (i < sizeof(api_terms) / sizeof(api_terms[0])) {
+			n += (size_t)snprintf(out + n, len - n, "%s",
+					      api_terms[i].flag);
+			msg += strlen(api_terms[i].api);
+			continue;
+		}
+		out[n++] = *msg++;
+	}
+	out[n < len ? n : len - 1] = '\0';
+}
+
+void cli_log_to_stderr(void)
+{
+	log_to_stderr_rewritten(to_flags);
+}
+
 int cli_policy(const char *file, const struct cli_sets *sets,
 	       struct zvmm_policy **out)
 {

@@ -27,6 +27,9 @@ enum {
  */
 int cli_exit_status(int err);
 
+/* Messages to stderr, the library's API names turned into zvmm's flags. */
+void cli_log_to_stderr(void);
+
 /* Parses a SIZE option value; prints the error and returns -EINVAL. */
 int cli_parse_size(const char *opt, const char *arg, uint64_t *out);
 

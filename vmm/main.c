@@ -70,7 +70,7 @@ int main(int argc, char **argv)
 	const char *verb = argc > 1 ? argv[1] : NULL;
 
 	zvmm_start_time = clock_now();
-	log_to_stderr();
+	cli_log_to_stderr();
 	zvmm_inject_from_env();
 
 	if (!verb) {

@@ -72,6 +72,8 @@ int zero_mem_pool_pages(const char *path, uint64_t page_bytes, uint64_t *pages,
 static int check_mount(const char *pool, int fd, uint64_t page_bytes, char *err,
 		       size_t len)
 {
+	/* The field of struct zvmm_mem that named it: a path, or a fd. */
+	const char *field = strncmp(pool, "fd ", 3) ? "mem.pool_path " : "mem.";
 	char dir[PATH_MAX], a[32], b[32];
 	struct statfs sfs;
 
@@ -79,22 +81,23 @@ static int check_mount(const char *pool, int fd, uint64_t page_bytes, char *err,
 	if (fd >= 0 ? fstatfs(fd, &sfs) : statfs(dirname(dir), &sfs)) {
 		int e = errno;
 
-		snprintf(err, len, "--pool %s: cannot reach its directory: %s",
-			 pool, strerror(e));
+		snprintf(err, len, "%s%s: cannot reach its directory: %s",
+			 field, pool, strerror(e));
 		return -e;
 	}
 	if (sfs.f_type != HUGETLBFS_MAGIC) {
 		snprintf(
 			err, len,
-			"--pool %s is not on a hugetlbfs mount: mount one first, e.g. mkdir -p /mnt/zvmm && mount -t hugetlbfs -o pagesize=%s none /mnt/zvmm",
-			pool, page_bytes == SZ_1G ? "1G" : "2M");
+			"%s%s is not on a hugetlbfs mount: mount one first, e.g. mkdir -p /mnt/zvmm && mount -t hugetlbfs -o pagesize=%s none /mnt/zvmm",
+			field, pool, page_bytes == SZ_1G ? "1G" : "2M");
 		return -ENODEV;
 	}
 	if ((uint64_t)sfs.f_bsize != page_bytes) {
 		snprintf(
 			err, len,
-			"--pool %s is on a hugetlbfs mount of %s pages, not %s: use --hugepages %s or a mount with -o pagesize=%s",
-			pool, size_format((uint64_t)sfs.f_bsize, a, sizeof(a)),
+			"%s%s is on a hugetlbfs mount of %s pages, not %s: use mem.page_bytes %s or a mount with -o pagesize=%s",
+			field, pool,
+			size_format((uint64_t)sfs.f_bsize, a, sizeof(a)),
 			size_format(page_bytes, b, sizeof(b)),
 			sfs.f_bsize == (long)SZ_1G ? "1G" : "2M",
 			page_bytes == SZ_1G ? "1G" : "2M");
@@ -156,7 +159,7 @@ static int lock_pool(int fd, const char *path, char *err, size_t len)
 	if (errno != EWOULDBLOCK) {
 		int e = errno;
 
-		snprintf(err, len, "--pool %s: cannot lock it: %s", path,
+		snprintf(err, len, "mem.pool_path %s: cannot lock it: %s", path,
 			 strerror(e));
 		return -e;
 	}
@@ -164,12 +167,12 @@ static int lock_pool(int fd, const char *path, char *err, size_t len)
 	if (pid > 0)
 		snprintf(
 			err, len,
-			"pool %s is in use by zvmm pid %ld: wait for it to end, or use another --pool",
+			"pool %s is in use by zvmm pid %ld: wait for it to end, or use another mem.pool_path",
 			path, pid);
 	else
 		snprintf(
 			err, len,
-			"pool %s is in use by another zvmm: wait for it to end, or use another --pool",
+			"pool %s is in use by another zvmm: wait for it to end, or use another mem.pool_path",
 			path);
 	return -EBUSY;
 }
@@ -217,7 +220,7 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 	if (nfree < 0) {
 		snprintf(
 			err, len,
-			"the kernel has no %s hugepage pool (%s missing): use another --hugepages size",
+			"the kernel has no %s hugepage pool (%s missing): use another mem.page_bytes",
 			size_format(o->page_bytes, a, sizeof(a)),
 			zero_hugetlb_path(o->page_bytes, "free_hugepages", path,
 					  sizeof(path)));
@@ -252,7 +255,7 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 		if (!lstat(o->pool_path, &lst) && S_ISLNK(lst.st_mode)) {
 			snprintf(
 				err, len,
-				"--pool %s is a symbolic link, and zvmm follows none to a pool: give the file itself (realpath -e %s)",
+				"mem.pool_path %s is a symbolic link, and zvmm follows none to a pool: give the file itself (realpath -e %s)",
 				o->pool_path, o->pool_path);
 			return -EPERM;
 		}
@@ -264,14 +267,14 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 		ret = zero_mem_pool_pages(o->pool_path, o->page_bytes, &have,
 					  &fbytes);
 		if (ret) {
-			snprintf(err, len, "--pool %s: %s", o->pool_path,
+			snprintf(err, len, "mem.pool_path %s: %s", o->pool_path,
 				 strerror(-ret));
 			return ret;
 		}
 		if (fbytes && fbytes != o->bytes) {
 			snprintf(
 				err, len,
-				"--pool %s holds %s, but %s was asked for: use --mem %s, or remove the file to start a new pool",
+				"mem.pool_path %s holds %s, but %s was asked for: use mem.bytes %s, or remove the file to start a new pool",
 				o->pool_path, size_format(fbytes, a, sizeof(a)),
 				size_format(o->bytes, b, sizeof(b)),
 				size_format(fbytes, path, sizeof(path)));
@@ -297,7 +300,7 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 
 		snprintf(
 			err, len,
-			"needs %llu free %s hugepages, %ld free (reserve them with: echo %ld > %s), but %s is more than this machine's %s of RAM can hold: choose a smaller --mem",
+			"needs %llu free %s hugepages, %ld free (reserve them with: echo %ld > %s), but %s is more than this machine's %s of RAM can hold: choose a smaller mem.bytes",
 			(unsigned long long)need,
 			size_format(o->page_bytes, b, sizeof(b)),
 			avail < 0 ? 0 : avail,
@@ -341,7 +344,8 @@ static int open_pool_dir(const char *path, struct zero_mem *m, char *err,
 
 	if (file_split_path(path, dir, sizeof(dir), &base) ||
 	    strlen(base) >= sizeof(m->name)) {
-		snprintf(err, len, "--pool %s: name a file, not a directory",
+		snprintf(err, len,
+			 "mem.pool_path %s: name a file, not a directory",
 			 path);
 		return -EINVAL;
 	}
@@ -350,14 +354,15 @@ static int open_pool_dir(const char *path, struct zero_mem *m, char *err,
 	if (fd < 0 && (errno == ELOOP || errno == EXDEV)) {
 		snprintf(
 			err, len,
-			"--pool %s: a symbolic link is on its path, and zvmm follows none to a pool: give the path without links (realpath -e %s)",
+			"mem.pool_path %s: a symbolic link is on its path, and zvmm follows none to a pool: give the path without links (realpath -e %s)",
 			path, dir);
 		return -EPERM;
 	}
 	if (fd < 0) {
 		int e = errno;
 
-		snprintf(err, len, "--pool %s: cannot reach its directory: %s",
+		snprintf(err, len,
+			 "mem.pool_path %s: cannot reach its directory: %s",
 			 path, strerror(e));
 		return -e;
 	}
@@ -365,13 +370,13 @@ static int open_pool_dir(const char *path, struct zero_mem *m, char *err,
 	if (fstat(fd, &st)) {
 		int e = errno;
 
-		snprintf(err, len, "--pool %s: %s", path, strerror(e));
+		snprintf(err, len, "mem.pool_path %s: %s", path, strerror(e));
 		return -e;
 	}
 	if (st.st_uid != geteuid() && st.st_uid != 0) {
 		snprintf(
 			err, len,
-			"--pool %s: its directory %s is owned by uid %u, who could replace the pool: use a directory of your own or root's (chown %u %s)",
+			"mem.pool_path %s: its directory %s is owned by uid %u, who could replace the pool: use a directory of your own or root's (chown %u %s)",
 			path, dir, (unsigned int)st.st_uid,
 			(unsigned int)geteuid(), dir);
 		return -EPERM;
@@ -379,7 +384,7 @@ static int open_pool_dir(const char *path, struct zero_mem *m, char *err,
 	if (!safe_owner_ok(&st, true)) {
 		snprintf(
 			err, len,
-			"--pool %s: its directory %s is writable by group or others (mode %04o), who could replace the pool: chmod go-w %s (or chmod +t %s)",
+			"mem.pool_path %s: its directory %s is writable by group or others (mode %04o), who could replace the pool: chmod go-w %s (or chmod +t %s)",
 			path, dir, (unsigned int)(st.st_mode & 07777), dir,
 			dir);
 		return -EPERM;
@@ -392,13 +397,14 @@ static int check_pool_file(const struct zero_mem *m, const struct stat *st,
 			   char *err, size_t len)
 {
 	if (!S_ISREG(st->st_mode)) {
-		snprintf(err, len, "--pool %s is not a regular file", m->path);
+		snprintf(err, len, "mem.pool_path %s is not a regular file",
+			 m->path);
 		return -EINVAL;
 	}
 	if (st->st_uid != geteuid()) {
 		snprintf(
 			err, len,
-			"--pool %s is owned by uid %u, not by this user (uid %u), and only the owner's pools are trusted: use another --pool, or have it removed and let zvmm create a new one (a chown %u leaves pages its owner may still hold)",
+			"mem.pool_path %s is owned by uid %u, not by this user (uid %u), and only the owner's pools are trusted: use another mem.pool_path, or have it removed and let zvmm create a new one (a chown %u leaves pages its owner may still hold)",
 			m->path, (unsigned int)st->st_uid,
 			(unsigned int)geteuid(), (unsigned int)geteuid());
 		return -EPERM;
@@ -411,7 +417,7 @@ static int check_pool_file(const struct zero_mem *m, const struct stat *st,
 	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
 		snprintf(
 			err, len,
-			"--pool %s is writable by group or others (mode %04o); chmod go-w is not enough, since they may still hold its pages: remove it (rm %s) and let zvmm create a new one",
+			"mem.pool_path %s is writable by group or others (mode %04o); chmod go-w is not enough, since they may still hold its pages: remove it (rm %s) and let zvmm create a new one",
 			m->path, (unsigned int)(st->st_mode & 07777), m->path);
 		return -EPERM;
 	}
@@ -439,7 +445,7 @@ static int size_pool(struct zero_mem *m, uint64_t bytes, char *err, size_t len)
 	}
 	if ((uint64_t)st.st_size != bytes) {
 		snprintf(err, len, "%s%s is not a pool file of %llu bytes",
-			 m->caller_fd ? "" : "--pool ", m->path,
+			 m->caller_fd ? "mem." : "mem.pool_path ", m->path,
 			 (unsigned long long)bytes);
 		return -EINVAL;
 	}
@@ -478,7 +484,7 @@ static int open_pool(const struct zero_mem_opts *o, struct zero_mem *m,
 		if (m->fd < 0 && errno == ELOOP) {
 			snprintf(
 				err, len,
-				"--pool %s is a symbolic link, and zvmm follows none to a pool: give the file itself (realpath -e %s)",
+				"mem.pool_path %s is a symbolic link, and zvmm follows none to a pool: give the file itself (realpath -e %s)",
 				o->pool_path, o->pool_path);
 			return -EPERM;
 		}
@@ -624,12 +630,12 @@ int zero_mem_check_alone(const struct zero_mem *m, char *err, size_t len)
 	if (pid > 0)
 		snprintf(
 			err, len,
-			"pool %s is open by pid %ld (%s), which could write it behind zvmm's back: end it, or use another --pool",
+			"pool %s is open by pid %ld (%s), which could write it behind zvmm's back: end it, or use another mem.pool_path",
 			m->path, pid, comm);
 	else
 		snprintf(
 			err, len,
-			"pool %s is open by another process (not visible from here), which could write it behind zvmm's back: end it, or use another --pool",
+			"pool %s is open by another process (not visible from here), which could write it behind zvmm's back: end it, or use another mem.pool_path",
 			m->path);
 	return -EBUSY;
 }

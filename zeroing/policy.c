@@ -379,7 +379,8 @@ int zero_policy_set(struct zero_policy *p, const char *assignment, char *err,
 	/* A copy of any length: a fixed buffer would cut the value short. */
 	buf = strdup(assignment);
 	if (!buf) {
-		snprintf(err, err_len, "--set %s: out of memory", assignment);
+		snprintf(err, err_len, "policy key %s: out of memory",
+			 assignment);
 		return -ENOMEM;
 	}
 	dot = strchr(buf, '.');
@@ -387,14 +388,14 @@ int zero_policy_set(struct zero_policy *p, const char *assignment, char *err,
 	if (!dot || !eq || dot > eq || dot == buf || eq == dot + 1) {
 		snprintf(
 			err, err_len,
-			"--set %s: expected section.key=value, e.g. zeroing.mode=demand",
+			"policy key %s: expected section.key=value, e.g. zeroing.mode=demand",
 			assignment);
 		goto out;
 	}
 	*dot = '\0';
 	*eq = '\0';
 	if (set_key(&tmp, buf, dot + 1, eq + 1, msg, sizeof(msg))) {
-		snprintf(err, err_len, "--set %s: %s", assignment, msg);
+		snprintf(err, err_len, "policy key %s: %s", assignment, msg);
 		goto out;
 	}
 	*p = tmp;

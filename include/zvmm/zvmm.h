@@ -278,6 +278,19 @@ ZVMM_API void zvmm_guest_memory(const struct zvmm_guest *g, void **addr,
 				uint64_t *bytes);
 
 /*
+ * A log of one guest's own, for a process that runs several: from this
+ * call on, the messages of @g's calls and of its serving thread go to @fn
+ * with @arg and @g, up to level @max, instead of zvmm_set_log()'s
+ * callback. NULL goes back to that one. Messages of zvmm_guest_open()
+ * itself (there is no guest yet when it fails) go to zvmm_set_log()'s.
+ * From the thread that makes the lifecycle calls. Since 0.2.
+ */
+typedef void zvmm_guest_log_fn(void *arg, struct zvmm_guest *g,
+			       enum zvmm_log_level level, const char *msg);
+ZVMM_API void zvmm_guest_set_log(struct zvmm_guest *g, zvmm_guest_log_fn *fn,
+				 void *arg, enum zvmm_log_level max);
+
+/*
  * Where the guest memory lives, for a VMM that shares it (vhost-user
  * backends, virtiofs DAX, a snapshot writer) or splits it into memslots.
  */
