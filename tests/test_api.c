@@ -698,3 +698,47 @@ Test(api, each_guest_has_its_own_log)
 	zvmm_guest_close(ga);
 	zvmm_guest_close(gb);
 }
+
+/*
+ * A guest's state directory is its policy's ([pool] state_dir), not the
+ * process's environment: the record of a scrubbing exit lands there, not
+ * in $ZVMM_STATE_DIR, and the next guest with the same key trusts it.
+ */
+Test(api, state_dir_is_the_guests_own)
+{
+	struct zvmm_mem mem = ZVMM_MEM_INIT(POOL_BYTES, ZVMM_PAGE_2M);
+	struct zvmm_policy *pol;
+	struct zvmm_guest *g;
+	struct zvmm_stats st;
+	char own[] = "/tmp/zvmm-test-api-own.XXXXXX", cmd[96];
+
+	need_pool();
+	cr_assert_not_null(mkdtemp(own));
+	mem.pool_path = POOL;
+	cr_assert_eq(zvmm_policy_new(&pol), 0);
+	cr_assert_eq(zvmm_policy_set(pol, "pool.state_dir", own), 0, "%s",
+		     logged);
+	cr_assert_eq(zvmm_policy_set(pol, "pool.on_exit", "scrub"), 0);
+	cr_assert_eq(zvmm_guest_open(&mem, pol, &g), 0, "%s", logged);
+	cr_assert_eq(zvmm_guest_prepare(g, 0), 0);
+	cr_assert_eq(zvmm_guest_stop(g), 0);
+	cr_assert_eq(zvmm_guest_exit(g), 0, "%s", logged);
+	zvmm_guest_stats(g, &st);
+	cr_assert(st.record_written, "%s", logged);
+	zvmm_guest_close(g);
+	snprintf(cmd, sizeof(cmd), "ls %s | grep -q '^pool-.*\\.state$'", own);
+	cr_assert_eq(system(cmd), 0, "no record in %s", own);
+	/* The environment's directory knows nothing of it. */
+	cr_assert_neq(system("ls " STATE " 2>/dev/null | grep -q state"), 0,
+		      "a record went to $ZVMM_STATE_DIR");
+	/* The same key again: that record, trusted. */
+	cr_assert_eq(zvmm_policy_set(pol, "pool.on_exit", "keep"), 0);
+	cr_assert_eq(zvmm_guest_open(&mem, pol, &g), 0, "%s", logged);
+	zvmm_guest_stats(g, &st);
+	zvmm_guest_close(g);
+	zvmm_policy_free(pol);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", own);
+	(void)!system(cmd);
+	cr_assert(st.record_clean, "the guest's own record was not read: %s",
+		  logged);
+}

@@ -47,6 +47,8 @@ Test(policy, defaults_are_hybrid_auto)
 	cr_assert_eq(p.numa, ZERO_NUMA_LOCAL);
 	cr_assert_eq(p.nodes, 0);
 	cr_assert_eq(p.pin, ZERO_PIN_CPU);
+	cr_assert_str_eq(p.state_dir, "");
+	cr_assert_str_eq(p.profile, "");
 }
 
 Test(policy, every_key_good_values)
@@ -59,6 +61,13 @@ Test(policy, every_key_good_values)
 			  "[numa]\npolicy = bind\nnodes = 0,2-3\npin = none\n"),
 		0, "%s", err);
 	cr_assert_eq(p.pin, ZERO_PIN_NONE);
+	cr_assert_eq(load_text("[pool]\nstate_dir = /srv/zvmm/state\n"
+			       "[zeroing]\nprofile = /srv/zvmm/p.ini\n"),
+		     0, "%s", err);
+	cr_assert_str_eq(p.state_dir, "/srv/zvmm/state");
+	cr_assert_str_eq(p.profile, "/srv/zvmm/p.ini");
+	cr_assert_eq(load_text("[pool]\nstate_dir = default\n"), 0, "%s", err);
+	cr_assert_str_eq(p.state_dir, "");
 	cr_assert_eq(p.mode, ZERO_MODE_DEMAND);
 	cr_assert_str_eq(p.backend, "clzero");
 	cr_assert_eq(p.workers, 12);
@@ -110,6 +119,8 @@ Test(policy, bad_values_name_file_and_line)
 		  "expected local, interleave or bind" },
 		{ "[numa]\nnodes = 3-1\n", 2, "ranges ascending" },
 		{ "[numa]\npin = node\n", 2, "expected cpu or none" },
+		{ "[pool]\nstate_dir = state\n", 2, "an absolute path" },
+		{ "[zeroing]\nprofile = ./p.ini\n", 2, "an absolute path" },
 		{ "[numa]\nnodes = 64\n", 2, "nodes are 0 to 63" },
 		{ "[numa]\nnodes = 0,,1\n", 2, "expected 'all'" },
 		{ "[zeroing]\nmode = demand\nspeed = 11\n", 3,

@@ -208,6 +208,8 @@ int zero_guest_open(const struct zero_guest_cfg *cfg, struct zero_guest **out,
 	ret = zero_mem_create(&cfg->mem, &g->mem, err, len);
 	if (ret)
 		goto fail;
+	snprintf(g->mem->state_dir, sizeof(g->mem->state_dir), "%s",
+		 g->pol.state_dir);
 	t1 = clock_now();
 	g->open_s[0] = t1 - t;
 	ret = take_record(g, err, len);
@@ -217,7 +219,8 @@ int zero_guest_open(const struct zero_guest_cfg *cfg, struct zero_guest **out,
 	g->open_s[1] = t - t1;
 	ec.pol = &g->pol;
 	ec.mem = g->mem;
-	ec.profile_path = cfg->profile_path;
+	ec.profile_path = g->pol.profile[0] ? g->pol.profile :
+					      cfg->profile_path;
 	ec.topo = cfg->topo;
 	ret = zero_engine_create(&ec, &g->engine, err, len);
 	if (ret)

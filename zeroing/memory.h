@@ -34,6 +34,8 @@ struct zero_mem {
 	struct stat st_open; /* the file when locked, before it was mapped */
 	char path[PATH_MAX];
 	char name[NAME_MAX + 1]; /* a named pool's name in dirfd */
+	/* the state records' directory, "" = the default (record.c) */
+	char state_dir[256];
 };
 
 /*

@@ -130,6 +130,27 @@ bad:
 }
 
 /*
+ * An absolute path, or "default" for none (""): a relative one would
+ * depend on the embedding process's working directory.
+ */
+static int set_path(char *out, const char *v, char *err, size_t len)
+{
+	if (!strcmp(v, "default")) {
+		out[0] = '\0';
+		return 0;
+	}
+	if (v[0] != '/' || strlen(v) >= ZERO_POLICY_PATH_MAX) {
+		snprintf(
+			err, len,
+			"bad value '%s': expected 'default' or an absolute path shorter than %d bytes",
+			v, ZERO_POLICY_PATH_MAX);
+		return -EINVAL;
+	}
+	snprintf(out, ZERO_POLICY_PATH_MAX, "%s", v);
+	return 0;
+}
+
+/*
  * "auto" or the name of a backend of any architecture: whether it runs
  * on this CPU is decided when the engine starts, so a policy reads on
  * every machine.
@@ -231,12 +252,14 @@ static int set_key(struct zero_policy *p, const char *section, const char *key,
 				p->chunk = c;
 			return ret;
 		}
+		if (!strcmp(key, "profile"))
+			return set_path(p->profile, v, err, len);
 		if (!strcmp(key, "rate_limit"))
 			return parse_size_or(v, "0", &p->rate_limit, 1,
 					     1ull << 50, err, len);
 		snprintf(
 			err, len,
-			"unknown key '%s' in [zeroing]: expected mode, backend, workers, chunk or rate_limit",
+			"unknown key '%s' in [zeroing]: expected mode, backend, workers, chunk, rate_limit or profile",
 			key);
 		return -EINVAL;
 	}
@@ -254,6 +277,8 @@ static int set_key(struct zero_policy *p, const char *section, const char *key,
 				p->on_exit = (enum zero_on_exit)i;
 			return ret;
 		}
+		if (!strcmp(key, "state_dir"))
+			return set_path(p->state_dir, v, err, len);
 		if (!strcmp(key, "record")) {
 			ret = pick(record_names, N(record_names), v, &i, err,
 				   len);
@@ -263,7 +288,7 @@ static int set_key(struct zero_policy *p, const char *section, const char *key,
 		}
 		snprintf(
 			err, len,
-			"unknown key '%s' in [pool]: expected fresh, on_exit or record",
+			"unknown key '%s' in [pool]: expected fresh, on_exit, record or state_dir",
 			key);
 		return -EINVAL;
 	}
@@ -420,9 +445,12 @@ void zero_policy_print(const struct zero_policy *p, FILE *f)
 	fprintf(f, "rate_limit = %s\n",
 		p->rate_limit ? size_label(p->rate_limit, sz, sizeof(sz)) :
 				"0");
+	fprintf(f, "profile = %s\n", p->profile[0] ? p->profile : "default");
 	fprintf(f, "[pool]\nfresh = %s\non_exit = %s\nrecord = %s\n",
 		fresh_names[p->fresh], exit_names[p->on_exit],
 		record_names[p->record]);
+	fprintf(f, "state_dir = %s\n",
+		p->state_dir[0] ? p->state_dir : "default");
 	fprintf(f, "[numa]\npolicy = %s\nnodes = ", numa_names[p->numa]);
 	if (!p->nodes) {
 		fprintf(f, "all\npin = %s\n", pin_names[p->pin]);

@@ -32,6 +32,8 @@ enum zero_numa { ZERO_NUMA_LOCAL, ZERO_NUMA_INTERLEAVE, ZERO_NUMA_BIND };
 #define ZERO_CHUNK_MIN 4096ULL
 #define ZERO_CHUNK_MAX (1ULL << 30)
 
+#define ZERO_POLICY_PATH_MAX 256
+
 /* Workers' CPU affinity: one CPU each (of their node), or none set. */
 enum zero_pin { ZERO_PIN_CPU, ZERO_PIN_NONE };
 
@@ -47,6 +49,9 @@ struct zero_policy {
 	enum zero_numa numa;
 	uint64_t nodes; /* bit per node; 0 = all */
 	enum zero_pin pin;
+	/* Directories of this guest's own, "" = the defaults (environment) */
+	char state_dir[ZERO_POLICY_PATH_MAX]; /* [pool] state_dir */
+	char profile[ZERO_POLICY_PATH_MAX]; /* [zeroing] profile: a file */
 };
 
 /* Hybrid, auto everything, no rate limit, trust fresh pages, release. */

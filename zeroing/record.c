@@ -22,11 +22,14 @@
 /* A record is about 450 bytes; anything much bigger is not one. */
 #define RECORD_MAX_BYTES 65536
 
-static int state_dir(char *buf, size_t len)
+static int state_dir(const struct zero_mem *m, char *buf, size_t len)
 {
 	const char *d = safe_getenv("ZVMM_STATE_DIR"), *x, *home;
 	int n;
 
+	/* The guest's own ([pool] state_dir) before the environment's. */
+	if (m->state_dir[0])
+		d = m->state_dir;
 	if (d)
 		n = snprintf(buf, len, "%s", d);
 	else if (geteuid() == 0)
@@ -45,13 +48,14 @@ static int state_dir(char *buf, size_t len)
  * boundary, said once per process, since then no record is read or
  * written there and every pool is scrubbed.
  */
-static int open_state_dir(bool create, char *dir, size_t dir_len)
+static int open_state_dir(const struct zero_mem *m, bool create, char *dir,
+			  size_t dir_len)
 {
 	static int warned;
 	char why[PATH_MAX + 160];
 	int fd, ret;
 
-	ret = state_dir(dir, dir_len);
+	ret = state_dir(m, dir, dir_len);
 	if (ret) {
 		/* Nowhere to keep records: none is read, none written. */
 		if (create &&
@@ -274,7 +278,7 @@ int zero_record_write(const struct zero_mem *m, zero_record_check_fn *alone)
 	for (uint64_t i = 0; i < m->nr_pages; i++)
 		if (zero_page_get(m->pages, i) != ZP_ZERO)
 			return -EINVAL;
-	dfd = open_state_dir(true, dir, sizeof(dir));
+	dfd = open_state_dir(m, true, dir, sizeof(dir));
 	if (dfd < 0)
 		return dfd;
 	ret = zero_record_stamp(m);
@@ -416,7 +420,7 @@ int zero_record_take(const struct zero_mem *m, const struct stat *st,
 		ret = zero_record_identity(m, st, &id);
 	if (ret)
 		return ret;
-	dfd = open_state_dir(false, dir, sizeof(dir));
+	dfd = open_state_dir(m, false, dir, sizeof(dir));
 	if (dfd == -ENOENT) {
 		snprintf(why, len, "no state record");
 		return 0;
