@@ -121,6 +121,7 @@ Test(policy, bad_values_name_file_and_line)
 		{ "[numa]\npin = node\n", 2, "expected cpu or none" },
 		{ "[pool]\nstate_dir = state\n", 2, "an absolute path" },
 		{ "[zeroing]\nprofile = ./p.ini\n", 2, "an absolute path" },
+		{ "[pool]\nstate_dir = /a;b\n", 2, "without blanks" },
 		{ "[numa]\nnodes = 64\n", 2, "nodes are 0 to 63" },
 		{ "[numa]\nnodes = 0,,1\n", 2, "expected 'all'" },
 		{ "[zeroing]\nmode = demand\nspeed = 11\n", 3,

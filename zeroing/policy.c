@@ -133,20 +133,33 @@ bad:
  * An absolute path, or "default" for none (""): a relative one would
  * depend on the embedding process's working directory.
  */
+static bool has_control(const char *v)
+{
+	for (; *v; v++)
+		if ((unsigned char)*v < 0x20 || *v == 0x7f)
+			return true;
+	return false;
+}
+
 static int set_path(char *out, const char *v, char *err, size_t len)
 {
+	/* Whole: a policy compares equal to the one its text reloads. */
 	if (!strcmp(v, "default")) {
-		out[0] = '\0';
+		memset(out, 0, ZERO_POLICY_PATH_MAX);
 		return 0;
 	}
-	if (v[0] != '/' || strlen(v) >= ZERO_POLICY_PATH_MAX) {
+	/* What a policy file could not say back the same way is refused:
+	 * blanks and control characters, and INI's comment characters. */
+	if (v[0] != '/' || strlen(v) >= ZERO_POLICY_PATH_MAX ||
+	    strpbrk(v, " \t;#") || has_control(v)) {
 		snprintf(
 			err, len,
-			"bad value '%s': expected 'default' or an absolute path shorter than %d bytes",
+			"bad value '%s': expected 'default' or an absolute path shorter than %d bytes, without blanks, ';' or '#'",
 			v, ZERO_POLICY_PATH_MAX);
 		return -EINVAL;
 	}
-	snprintf(out, ZERO_POLICY_PATH_MAX, "%s", v);
+	memset(out, 0, ZERO_POLICY_PATH_MAX);
+	memcpy(out, v, strlen(v));
 	return 0;
 }
 

@@ -32,7 +32,11 @@ enum zero_numa { ZERO_NUMA_LOCAL, ZERO_NUMA_INTERLEAVE, ZERO_NUMA_BIND };
 #define ZERO_CHUNK_MIN 4096ULL
 #define ZERO_CHUNK_MAX (1ULL << 30)
 
-#define ZERO_POLICY_PATH_MAX 256
+/*
+ * Paths in a policy, NUL included: `state_dir = PATH` must fit libinih's
+ * line of INI_MAX_LINE (200) bytes, or the printed policy would not load.
+ */
+#define ZERO_POLICY_PATH_MAX 160
 
 /* Workers' CPU affinity: one CPU each (of their node), or none set. */
 enum zero_pin { ZERO_PIN_CPU, ZERO_PIN_NONE };
