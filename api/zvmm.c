@@ -659,7 +659,8 @@ static void *serve_thread(void *arg)
 			if (v->on_error)
 				v->on_error(v->on_error_arg, ret);
 			failed = true;
-			/* A poll error will not clear: drain on a timer. */
+			/* A poll error will not clear: stop polling the fd
+			 * (it would spin); zvmm_guest_stop() still drains. */
 			if (p[0].revents & (POLLERR | POLLNVAL))
 				p[0].fd = -1;
 		}
