@@ -29,6 +29,22 @@
 #include "../zeroing/hugetlb.h"
 #include "../zeroing/policy.h"
 
+/*
+ * zvmm_mem_check, zvmm_backends and zvmm_guest_open take structs that
+ * grew reserved space in 0.2. Their definitions here are named *_0_2 and
+ * exported as the default version, name@@ZVMM_0.2, which is also what a
+ * static link or the zvmm binary resolves the plain name to; 0.1's stay
+ * under name@ZVMM_0 ("0.1 ABI", at the end). No definition has the plain
+ * name: the version script would give it ZVMM_0.
+ */
+#define ZVMM_VERSIONED(sym) ZVMM_API __attribute__((symver(sym)))
+
+int zvmm_mem_check_0_2(const struct zvmm_mem *mem);
+unsigned int zvmm_backends_0_2(struct zvmm_backend_info *out,
+			       unsigned int max);
+int zvmm_guest_open_0_2(const struct zvmm_mem *mem,
+			const struct zvmm_policy *pol, struct zvmm_guest **out);
+
 struct zvmm_policy {
 	struct zero_policy pol;
 };
@@ -253,7 +269,19 @@ void zvmm_policy_free(struct zvmm_policy *p)
 
 static int mem_opts(const struct zvmm_mem *mem, struct zero_mem_opts *o)
 {
-	if (!mem || (mem->pool_path && mem->fd >= 0)) {
+	uint64_t unknown = 0;
+
+	if (!mem)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(mem->reserved) / sizeof(mem->reserved[0]);
+	     i++)
+		unknown |= mem->reserved[i];
+	if (mem->flags || unknown) {
+		pr_err("struct zvmm_mem has flags 0x%x or reserved words this libzvmm (%s) does not know: start it with zvmm_mem_init(), or run the newer libzvmm the program was built for",
+		       mem->flags, ZVMM_VERSION);
+		return -EINVAL;
+	}
+	if (mem->pool_path && mem->fd >= 0) {
 		pr_err("guest memory is a pool file or a caller's fd, not both");
 		return -EINVAL;
 	}
@@ -265,7 +293,9 @@ static int mem_opts(const struct zvmm_mem *mem, struct zero_mem_opts *o)
 	return 0;
 }
 
-int zvmm_mem_check(const struct zvmm_mem *mem)
+/* The default version; 0.1's is zvmm_mem_check_0_1(). */
+ZVMM_VERSIONED("zvmm_mem_check@@ZVMM_0.2")
+int zvmm_mem_check_0_2(const struct zvmm_mem *mem)
 {
 	struct zero_mem_opts o;
 	char err[512] = "";
@@ -304,22 +334,31 @@ void zvmm_hugepages_release(struct zvmm_reservation *r)
 
 /* ----------------------------------------------------------- backends */
 
-unsigned int zvmm_backends(struct zvmm_backend_info *out, unsigned int max)
+/* Backend @i of the registry into @out. */
+static void fill_backend(unsigned int i, struct zvmm_backend_info *out)
 {
 	const struct zero_backend *b;
-	unsigned int i;
+	unsigned int j;
 
-	for_each_backend(i, b) {
-		if (i >= max)
+	for_each_backend(j, b) {
+		if (j != i)
 			continue;
-		memset(&out[i], 0, sizeof(out[i]));
-		snprintf(out[i].name, sizeof(out[i].name), "%s", b->name);
-		zero_features_format(b->needs, out[i].needs,
-				     sizeof(out[i].needs));
-		snprintf(out[i].what, sizeof(out[i].what), "%s", b->what);
-		out[i].runs_here = zero_backend_runs_here(b);
+		memset(out, 0, sizeof(*out));
+		snprintf(out->name, sizeof(out->name), "%s", b->name);
+		zero_features_format(b->needs, out->needs, sizeof(out->needs));
+		snprintf(out->what, sizeof(out->what), "%s", b->what);
+		out->runs_here = zero_backend_runs_here(b);
 	}
-	return zero_backend_count();
+}
+
+ZVMM_VERSIONED("zvmm_backends@@ZVMM_0.2")
+unsigned int zvmm_backends_0_2(struct zvmm_backend_info *out, unsigned int max)
+{
+	unsigned int n = zero_backend_count();
+
+	for (unsigned int i = 0; i < n && i < max; i++)
+		fill_backend(i, &out[i]);
+	return n;
 }
 
 const char *zvmm_arch(void)
@@ -441,7 +480,8 @@ void zvmm_calibration_free(struct zvmm_calibration *c)
 
 /* -------------------------------------------------------------- guest */
 
-int zvmm_guest_open(const struct zvmm_mem *mem, const struct zvmm_policy *pol,
+ZVMM_VERSIONED("zvmm_guest_open@@ZVMM_0.2")
+int zvmm_guest_open_0_2(const struct zvmm_mem *mem, const struct zvmm_policy *pol,
 		    struct zvmm_guest **out)
 {
 	struct zero_guest_cfg cfg = { .pol = pol ? &pol->pol : NULL,
@@ -902,4 +942,79 @@ void zvmm_guest_close(struct zvmm_guest *v)
 
 	guest_close(v);
 	leave(prev);
+}
+
+/* ------------------------------------------------------------ 0.1 ABI */
+
+/*
+ * Programs built against 0.1 pass the structs as they were then, without
+ * flags or reserved space: their calls bind to these (symbol version
+ * ZVMM_0), which copy them into today's structs. A program built now
+ * binds to the functions above (ZVMM_0.2). abi/libzvmm-0.1.0.abi is the
+ * ABI these keep; `make abi-check` compares.
+ */
+struct zvmm_mem_0_1 {
+	uint64_t bytes;
+	uint64_t page_bytes;
+	const char *pool_path;
+	int fd;
+};
+
+struct zvmm_backend_info_0_1 {
+	char name[24];
+	char needs[64];
+	char what[96];
+	bool runs_here;
+};
+
+int zvmm_mem_check_0_1(const struct zvmm_mem_0_1 *mem);
+int zvmm_guest_open_0_1(const struct zvmm_mem_0_1 *mem,
+			const struct zvmm_policy *pol, struct zvmm_guest **out);
+unsigned int zvmm_backends_0_1(struct zvmm_backend_info_0_1 *out,
+			       unsigned int max);
+
+static void mem_from_0_1(const struct zvmm_mem_0_1 *old, struct zvmm_mem *m)
+{
+	zvmm_mem_init(m, old->bytes, old->page_bytes);
+	m->pool_path = old->pool_path;
+	m->fd = old->fd;
+}
+
+ZVMM_VERSIONED("zvmm_mem_check@ZVMM_0") int
+zvmm_mem_check_0_1(const struct zvmm_mem_0_1 *mem)
+{
+	struct zvmm_mem m;
+
+	if (!mem)
+		return -EINVAL;
+	mem_from_0_1(mem, &m);
+	return zvmm_mem_check_0_2(&m);
+}
+
+ZVMM_VERSIONED("zvmm_guest_open@ZVMM_0") int
+zvmm_guest_open_0_1(const struct zvmm_mem_0_1 *mem,
+		    const struct zvmm_policy *pol, struct zvmm_guest **out)
+{
+	struct zvmm_mem m;
+
+	if (!mem)
+		return -EINVAL;
+	mem_from_0_1(mem, &m);
+	return zvmm_guest_open_0_2(&m, pol, out);
+}
+
+ZVMM_VERSIONED("zvmm_backends@ZVMM_0") unsigned int
+zvmm_backends_0_1(struct zvmm_backend_info_0_1 *out, unsigned int max)
+{
+	struct zvmm_backend_info info;
+	unsigned int n = zero_backend_count();
+
+	for (unsigned int i = 0; i < n && i < max; i++) {
+		fill_backend(i, &info);
+		memcpy(out[i].name, info.name, sizeof(out[i].name));
+		memcpy(out[i].needs, info.needs, sizeof(out[i].needs));
+		memcpy(out[i].what, info.what, sizeof(out[i].what));
+		out[i].runs_here = info.runs_here;
+	}
+	return n;
 }

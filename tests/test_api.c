@@ -416,6 +416,92 @@ Test(api, only_the_api_is_exported)
 	dlclose(h);
 }
 
+/*
+ * A program built against 0.1 binds zvmm_guest_open, zvmm_mem_check and
+ * zvmm_backends at version ZVMM_0 and passes the structs as 0.1 had them,
+ * without the reserved space 0.2 added. Called here through dlvsym()
+ * with such structs followed by poison: the library must neither read
+ * nor write past them, and must do what the 0.2 calls do.
+ */
+struct mem_0_1 {
+	uint64_t bytes, page_bytes;
+	const char *pool_path;
+	int fd;
+};
+
+struct backend_info_0_1 {
+	char name[24], needs[64], what[96];
+	bool runs_here;
+};
+
+Test(api, programs_built_against_0_1_keep_working, .init = setup,
+     .fini = teardown)
+{
+	const char *path = getenv("ZVMM_LIB");
+	struct {
+		struct mem_0_1 m;
+		unsigned char poison[64];
+	} old = { .m = { .bytes = POOL_BYTES, .page_bytes = ZVMM_PAGE_2M,
+			 .fd = -1 } };
+	struct backend_info_0_1 oinfo[64 + 1];
+	struct zvmm_backend_info info[64];
+	int (*open01)(const void *, const struct zvmm_policy *,
+		      struct zvmm_guest **);
+	int (*check01)(const void *);
+	unsigned int (*backends01)(void *, unsigned int), n;
+	struct zvmm_mem mem = ZVMM_MEM_INIT(POOL_BYTES, ZVMM_PAGE_2M);
+	struct zvmm_guest *g;
+	void *h;
+
+	if (!path)
+		cr_skip_test("ZVMM_LIB (the built libzvmm.so) not set");
+	need_pool();
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	cr_assert_not_null(h, "%s", dlerror());
+	open01 = (int (*)(const void *, const struct zvmm_policy *,
+			  struct zvmm_guest **))dlvsym(h, "zvmm_guest_open",
+						       "ZVMM_0");
+	check01 = (int (*)(const void *))dlvsym(h, "zvmm_mem_check", "ZVMM_0");
+	backends01 = (unsigned int (*)(void *, unsigned int))dlvsym(
+		h, "zvmm_backends", "ZVMM_0");
+	cr_assert(open01 && check01 && backends01, "0.1 entry points: %s",
+		  dlerror());
+	cr_assert_neq((void *)open01, dlvsym(h, "zvmm_guest_open", "ZVMM_0.2"),
+		      "ZVMM_0 and ZVMM_0.2 are one function");
+
+	/* Poison after the 0.1 struct would be flags and reserved words. */
+	memset(old.poison, 0xa5, sizeof(old.poison));
+	cr_assert_eq(check01(&old.m), 0, "%s", logged);
+	old.m.pool_path = POOL;
+	cr_assert_eq(open01(&old.m, NULL, &g), 0, "%s", logged);
+	((void (*)(struct zvmm_guest *))dlsym(h, "zvmm_guest_close"))(g);
+
+	/* 0.1's array strides by its own element size, and stops at max. */
+	memset(oinfo, 0xa5, sizeof(oinfo));
+	n = backends01(oinfo, 64);
+	cr_assert_eq(n, zvmm_backends(info, 64));
+	for (unsigned int i = 0; i < n; i++) {
+		cr_assert_str_eq(oinfo[i].name, info[i].name);
+		cr_assert_str_eq(oinfo[i].what, info[i].what);
+		cr_assert_eq(oinfo[i].runs_here, info[i].runs_here);
+	}
+	for (size_t b = 0; b < sizeof(oinfo[n]); b++)
+		cr_assert_eq(((unsigned char *)&oinfo[n])[b], 0xa5,
+			     "written past the 0.1 array");
+	for (unsigned int i = 0; i < n; i++)
+		for (unsigned int k = 0; k < 4; k++)
+			cr_assert_eq(info[i].reserved[k], 0);
+	dlclose(h);
+
+	/* 0.2's struct with flags or reserved words it does not know. */
+	mem.flags = 1;
+	cr_assert_eq(zvmm_mem_check(&mem), -EINVAL);
+	cr_assert(strstr(logged, "zvmm_mem_init()"), "log: %s", logged);
+	mem.flags = 0;
+	mem.reserved[5] = 1;
+	cr_assert_eq(zvmm_guest_open(&mem, NULL, &g), -EINVAL);
+}
+
 Test(api, backends_are_listed_with_what_runs_here)
 {
 	struct zvmm_backend_info info[64];

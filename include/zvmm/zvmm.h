@@ -157,12 +157,21 @@ struct zvmm_mem {
 	uint64_t page_bytes; /* ZVMM_PAGE_2M or ZVMM_PAGE_1G */
 	const char *pool_path;
 	int fd; /* -1: none */
+	uint32_t flags; /* none defined yet: 0 (since 0.2) */
+	uint64_t reserved[6]; /* zero; room for fields to come (since 0.2) */
 };
 
 /*
  * Sets @m to @bytes of @page_bytes pages in an anonymous memfd: no pool
- * path and fd -1 (a zeroed struct would say fd 0, standard input). For
- * C++ and bindings, where the macro below is no expression. Since 0.2.
+ * path, fd -1 (a zeroed struct would say fd 0, standard input), flags
+ * and reserved zero. For C++ and bindings, where the macro below is no
+ * expression. Since 0.2.
+ *
+ * ABI: fields to come take reserved space, zero meaning what the library
+ * did before them; a struct whose flags or reserved words this library
+ * does not know is refused with -EINVAL. Programs built against 0.1
+ * (whose struct ended at fd) keep working: the library has their
+ * functions under symbol version ZVMM_0.
  */
 ZVMM_API void zvmm_mem_init(struct zvmm_mem *m, uint64_t bytes,
 			    uint64_t page_bytes);
@@ -202,6 +211,7 @@ struct zvmm_backend_info {
 	char needs[64]; /* CPU features it needs, space separated, "none" */
 	char what[96]; /* one line saying what it is */
 	bool runs_here; /* this CPU has what it needs */
+	uint64_t reserved[4]; /* zero; room for fields to come (since 0.2) */
 };
 
 /* The number of backends; fills @out[0..max) with the first of them. */
