@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,4 +163,18 @@ const char *safe_getenv(const char *name)
 	const char *v = secure_getenv(name);
 
 	return v && *v ? v : NULL;
+}
+
+static bool program_env;
+
+void program_env_enable(void)
+{
+	__atomic_store_n(&program_env, true, __ATOMIC_RELAXED);
+}
+
+const char *program_getenv(const char *name)
+{
+	return __atomic_load_n(&program_env, __ATOMIC_RELAXED) ?
+		       safe_getenv(name) :
+		       NULL;
 }

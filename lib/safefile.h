@@ -60,4 +60,14 @@ int safe_read_at(int dirfd, const char *name, size_t max, char **buf,
  */
 const char *safe_getenv(const char *name);
 
+/*
+ * The zvmm program's own variables, ZVMM_STATE_DIR and ZVMM_CACHE_DIR:
+ * program_getenv() reads them (as safe_getenv()) once the program called
+ * program_env_enable(), and is NULL before. libzvmm never calls it, so
+ * an embedder's directories come from its policies and the standard
+ * places alone, never from whatever environment its process has.
+ */
+void program_env_enable(void);
+const char *program_getenv(const char *name);
+
 #endif

@@ -17,9 +17,20 @@
 #include <criterion/criterion.h>
 #include <sys/mman.h>
 
+#include "../lib/safefile.h"
 #include "../lib/size.h"
 #include "../zeroing/backend.h"
 #include "helpers.h"
+
+/*
+ * The engine tests run the engine in this process as the zvmm program
+ * does, with its ZVMM_STATE_DIR and ZVMM_CACHE_DIR; libzvmm.so, which
+ * api/library_reads_no_environment loads, never reads them.
+ */
+__attribute__((constructor)) static void engine_as_the_program(void)
+{
+	program_env_enable();
+}
 
 const char *test_zvmm_bin(void)
 {

@@ -828,3 +828,89 @@ Test(api, state_dir_is_the_guests_own)
 	cr_assert(st.record_clean, "the guest's own record was not read: %s",
 		  logged);
 }
+
+/* A launch of the zvmm program's: scrubbed at exit, recorded. */
+static void program_launch(const struct zvmm_mem *mem)
+{
+	struct zvmm_policy *pol;
+	struct zvmm_guest *g;
+
+	cr_assert_eq(zvmm_policy_new(&pol), 0);
+	cr_assert_eq(zvmm_policy_set(pol, "pool.on_exit", "scrub"), 0);
+	cr_assert_eq(zvmm_guest_open(mem, pol, &g), 0, "%s", logged);
+	cr_assert_eq(zvmm_guest_prepare(g, 0), 0);
+	cr_assert_eq(zvmm_guest_stop(g), 0);
+	cr_assert_eq(zvmm_guest_exit(g), 0, "%s", logged);
+	zvmm_guest_close(g);
+	zvmm_policy_free(pol);
+}
+
+/*
+ * ZVMM_STATE_DIR is the zvmm program's variable, not libzvmm's: a record
+ * the program left there (this runner's engine reads the environment as
+ * the program does) is found by libzvmm.so only through the policy key,
+ * never through the environment of the process that embeds it.
+ */
+Test(api, library_reads_no_environment, .init = setup, .fini = teardown)
+{
+	const char *path = getenv("ZVMM_LIB");
+	struct zvmm_mem mem = ZVMM_MEM_INIT(POOL_BYTES, ZVMM_PAGE_2M);
+	int (*pnew)(struct zvmm_policy **);
+	int (*pset)(struct zvmm_policy *, const char *, const char *);
+	void (*pfree)(struct zvmm_policy *);
+	int (*open)(const struct zvmm_mem *, const struct zvmm_policy *,
+		    struct zvmm_guest **);
+	void (*stats)(struct zvmm_guest *, struct zvmm_stats *);
+	void (*close_)(struct zvmm_guest *);
+	struct zvmm_policy *lpol;
+	struct zvmm_guest *g;
+	struct zvmm_stats st;
+	char env[] = "/tmp/zvmm-test-api-env.XXXXXX", cmd[128];
+	bool by_key, by_env;
+	void *h;
+
+	if (!path)
+		cr_skip_test("ZVMM_LIB (the built libzvmm.so) not set");
+	need_pool();
+	cr_assert_not_null(mkdtemp(env));
+	setenv("ZVMM_STATE_DIR", env, 1);
+	mem.pool_path = POOL;
+	program_launch(&mem);
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	cr_assert_not_null(h, "%s", dlerror());
+	pnew = (int (*)(struct zvmm_policy **))dlsym(h, "zvmm_policy_new");
+	pset = (int (*)(struct zvmm_policy *, const char *,
+			const char *))dlsym(h, "zvmm_policy_set");
+	pfree = (void (*)(struct zvmm_policy *))dlsym(h, "zvmm_policy_free");
+	open = (int (*)(const struct zvmm_mem *, const struct zvmm_policy *,
+			struct zvmm_guest **))dlvsym(h, "zvmm_guest_open",
+						     "ZVMM_0.2");
+	stats = (void (*)(struct zvmm_guest *,
+			  struct zvmm_stats *))dlsym(h, "zvmm_guest_stats");
+	close_ = (void (*)(struct zvmm_guest *))dlsym(h, "zvmm_guest_close");
+	cr_assert(pnew && pset && pfree && open && stats && close_);
+	/* keep: nothing is written anywhere by these two opens. */
+	cr_assert_eq(pnew(&lpol), 0);
+	cr_assert_eq(pset(lpol, "pool.on_exit", "keep"), 0);
+	cr_assert_eq(pset(lpol, "pool.state_dir", env), 0);
+	cr_assert_eq(open(&mem, lpol, &g), 0);
+	stats(g, &st);
+	by_key = st.record_clean;
+	close_(g);
+	pfree(lpol);
+	/* An open takes the record: the program's next launch leaves one. */
+	program_launch(&mem);
+	cr_assert_eq(pnew(&lpol), 0);
+	cr_assert_eq(pset(lpol, "pool.on_exit", "keep"), 0);
+	cr_assert_eq(open(&mem, lpol, &g), 0);
+	stats(g, &st);
+	by_env = st.record_clean;
+	close_(g);
+	pfree(lpol);
+	dlclose(h);
+	unsetenv("ZVMM_STATE_DIR");
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", env);
+	(void)!system(cmd);
+	cr_assert(by_key, "the record named by pool.state_dir was not read");
+	cr_assert_not(by_env, "libzvmm read $ZVMM_STATE_DIR");
+}

@@ -13,6 +13,7 @@
 #include "../lib/clock.h"
 #include "../lib/inject.h"
 #include "../lib/log.h"
+#include "../lib/safefile.h"
 #include "../lib/size.h"
 #include "cli.h"
 
@@ -72,6 +73,8 @@ int main(int argc, char **argv)
 	zvmm_start_time = clock_now();
 	cli_log_to_stderr();
 	zvmm_inject_from_env();
+	/* ZVMM_STATE_DIR and ZVMM_CACHE_DIR are the program's, not libzvmm's. */
+	program_env_enable();
 
 	if (!verb) {
 		usage(stderr);

@@ -848,7 +848,7 @@ int zero_profile_default_path(char *buf, size_t len)
 	 */
 	const char *xdg = safe_getenv("XDG_CACHE_HOME");
 	const char *home = safe_getenv("HOME");
-	const char *dir = safe_getenv("ZVMM_CACHE_DIR");
+	const char *dir = program_getenv("ZVMM_CACHE_DIR");
 	int n;
 
 	if (dir)

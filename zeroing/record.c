@@ -24,10 +24,10 @@
 
 static int state_dir(const struct zero_mem *m, char *buf, size_t len)
 {
-	const char *d = safe_getenv("ZVMM_STATE_DIR"), *x, *home;
+	const char *d = program_getenv("ZVMM_STATE_DIR"), *x, *home;
 	int n;
 
-	/* The guest's own ([pool] state_dir) before the environment's. */
+	/* The guest's own ([pool] state_dir) before the zvmm program's. */
 	if (m->state_dir[0])
 		d = m->state_dir;
 	if (d)

@@ -247,8 +247,11 @@ ZVMM_API const char *zvmm_calibration_best(const struct zvmm_calibration *c,
 
 /*
  * Writes the profile atomically to @path; NULL: this machine's profile
- * (calibration.ini in $ZVMM_CACHE_DIR, else /var/cache/zvmm for root,
- * else $XDG_CACHE_HOME/zvmm or ~/.cache/zvmm), its directory made.
+ * (calibration.ini in /var/cache/zvmm for root, else $XDG_CACHE_HOME/zvmm
+ * or ~/.cache/zvmm), its directory made. The library reads no ZVMM_*
+ * variable: the zvmm program's $ZVMM_CACHE_DIR and $ZVMM_STATE_DIR are
+ * its own, and a VMM names directories per guest with the policy keys
+ * zeroing.profile and pool.state_dir.
  * @written, when not NULL, gets the path used (PATH_MAX bytes).
  */
 ZVMM_API int zvmm_calibration_write(const struct zvmm_calibration *c,
