@@ -226,3 +226,64 @@ Test(cli, reps_outside_what_usage_says_is_refused)
 		     0);
 	cr_assert(strstr(r.out, "1 to 64"), "%s", r.out);
 }
+
+/*
+ * Each verb's usage text and its parser come from one table of rows: every
+ * option --help lists is taken, and a whole-number option takes exactly
+ * the range its line states (checked at both ends and one past each).
+ */
+Test(cli, usage_and_parser_are_one_table)
+{
+	static const char *const verbs[] = { "run",	  "prezero", "policy",
+					     "bench",	  "calibrate",
+					     "backends" };
+	struct test_run help;
+
+	for (unsigned int v = 0; v < 6; v++) {
+		const char *p;
+		unsigned int listed = 0;
+
+		run((const char *[]){ verbs[v], "--help", NULL }, &help);
+		cr_assert_eq(help.status, 0, "%s --help: %s", verbs[v],
+			     help.out);
+		/* The option lines: "  --name [ARG]  text". */
+		for (p = strstr(help.out, "\n  --"); p;
+		     p = strstr(p + 1, "\n  --")) {
+			char name[32], arg[32] = "";
+			unsigned long lo, hi;
+			const char *range;
+			char val[32];
+
+			cr_assert_eq(sscanf(p + 3, "%31s %31[A-Z0-9|=.-]", name,
+					    arg) >= 1,
+				     1);
+			listed++;
+			/* Given with a value, then --help: parsed or refused. */
+			run((const char *[]){ verbs[v], name, "x", "--help",
+					      NULL },
+			    &r);
+			cr_assert_not(strstr(r.out, "unrecognized option"),
+				      "%s %s: listed but not parsed: %s",
+				      verbs[v], name, r.out);
+			range = strstr(p, " to ");
+			if (!range || range > strchr(p + 1, '\n') ||
+			    sscanf(range - 2, "%lu to %lu", &lo, &hi) != 2)
+				continue;
+			for (unsigned int k = 0; k < 4; k++) {
+				unsigned long x = (unsigned long[]){
+					lo - 1, lo, hi, hi + 1 }[k];
+
+				snprintf(val, sizeof(val), "%lu", x);
+				run((const char *[]){ verbs[v], name, val,
+						      "--help", NULL },
+				    &r);
+				cr_assert_eq(r.status, k == 1 || k == 2 ? 0 : 2,
+					     "%s %s %s: status %d: %s",
+					     verbs[v], name, val, r.status,
+					     r.out);
+			}
+		}
+		cr_assert_eq(!!listed, strcmp(verbs[v], "backends") != 0,
+			     "%s: %u options listed", verbs[v], listed);
+	}
+}

@@ -141,32 +141,173 @@ int cli_add_set(struct cli_sets *sets, char *value)
 	return 0;
 }
 
-static const struct {
-	struct option o;
+/*
+ * One row per option, for every verb: the parser reads it and the usage
+ * text prints it, so the two cannot disagree. @arg names the value (NULL:
+ * a flag); @help says what it does ("{range}" is the row's "MIN to MAX");
+ * a whole-number option has the range the parser takes, a required one
+ * an @example for the error that says it is missing.
+ */
+static const struct cli_row {
+	const char *name;
+	int val; /* getopt_long's */
 	unsigned int bit;
-} cli_options[] = {
-	{ { "mem", required_argument, NULL, 'm' }, CLI_MEM },
-	{ { "hugepages", required_argument, NULL, 'H' }, CLI_HUGEPAGES },
-	{ { "pool", required_argument, NULL, 'P' }, CLI_POOL },
-	{ { "policy", required_argument, NULL, 'p' }, CLI_POLICY },
-	{ { "set", required_argument, NULL, 's' }, CLI_SET },
-	{ { "json", required_argument, NULL, 'j' }, CLI_JSON },
-	{ { "quiet", no_argument, NULL, 'q' }, CLI_QUIET },
-	{ { "verbose", no_argument, NULL, 'v' }, CLI_VERBOSE },
-	{ { "vcpus", required_argument, NULL, 'c' }, CLI_VCPUS },
-	{ { "guest", required_argument, NULL, 'g' }, CLI_GUEST },
-	{ { "cmdline", required_argument, NULL, 'C' }, CLI_CMDLINE },
-	{ { "serial", required_argument, NULL, 'S' }, CLI_SERIAL },
-	{ { "kvm", required_argument, NULL, 'k' }, CLI_KVM },
-	{ { "reserve", no_argument, NULL, 'r' }, CLI_RESERVE },
-	{ { "timeout", required_argument, NULL, 't' }, CLI_TIMEOUT },
-	{ { "size", required_argument, NULL, 'Z' }, CLI_SIZE },
-	{ { "reps", required_argument, NULL, 'R' }, CLI_REPS },
-	{ { "backends", required_argument, NULL, 'b' }, CLI_BACKENDS },
-	{ { "plot", required_argument, NULL, 'L' }, CLI_PLOT },
-	{ { "out", required_argument, NULL, 'o' }, CLI_OUT },
+	const char *arg;
+	const char *help;
+	unsigned long min, max; /* whole numbers: max > 0 */
+	const char *example;
+	bool repeat; /* may be given again: "..." in the synopsis */
+} cli_rows[] = {
+#define OPT(n, v, b, a, h) { .name = n, .val = v, .bit = b, .arg = a, .help = h }
+#define OPT_NUM(n, v, b, a, h, lo, hi) \
+	{ .name = n, .val = v, .bit = b, .arg = a, .help = h, .min = lo, .max = hi }
+	{ .name = "mem", .val = 'm', .bit = CLI_MEM, .arg = "SIZE",
+	  .help = "memory size, whole pages (e.g. 4G)", .example = "2G" },
+	OPT("hugepages", 'H', CLI_HUGEPAGES, "2M|1G", "page size (default 2M)"),
+	OPT("pool", 'P', CLI_POOL, "PATH",
+	    "a pool file on a hugetlbfs mount, created or reused"),
+	OPT("policy", 'p', CLI_POLICY, "FILE",
+	    "zeroing policy (configs/prezero.conf, demand.conf, hybrid.conf; default: hybrid)"),
+	{ .name = "set", .val = 's', .bit = CLI_SET, .arg = "KEY=VALUE",
+	  .help = "override one policy key, e.g. zeroing.workers=1",
+	  .repeat = true },
+	OPT("json", 'j', CLI_JSON, "FILE|-",
+	    "write the JSON report; with '-' the summary goes to stderr"),
+	OPT("quiet", 'q', CLI_QUIET, NULL, "no progress line"),
+	OPT("verbose", 'v', CLI_VERBOSE, NULL, "each step on stderr"),
+	OPT_NUM("vcpus", 'c', CLI_VCPUS, "N", "vCPUs, {range} (default 1)", 1,
+		VMM_MAX_VCPUS),
+	OPT("guest", 'g', CLI_GUEST, "ELF",
+	    "a PVH ELF instead of the built-in touch guest"),
+	OPT("cmdline", 'C', CLI_CMDLINE, "STR", "guest command line"),
+	OPT("serial", 'S', CLI_SERIAL, "FILE", "guest serial output to FILE"),
+	OPT("kvm", 'k', CLI_KVM, "PATH", "KVM device (default /dev/kvm)"),
+	OPT("reserve", 'r', CLI_RESERVE, NULL,
+	    "as root, raise the hugepage pool to fit and put the old count back at exit"),
+	OPT("timeout", 't', CLI_TIMEOUT, "SECONDS",
+	    "stop the guest after it ran this long (from its first instruction; decimals allowed)"),
+	OPT("size", 'Z', CLI_SIZE, "SIZE",
+	    "region size, a multiple of 2M (default 4G)"),
+	OPT_NUM("reps", 'R', CLI_REPS, "N",
+		"timed repetitions per point, {range} (default 5)", 1,
+		CLI_MAX_REPS),
+	OPT("backends", 'b', CLI_BACKENDS, "LIST",
+	    "comma-separated backends (default: all that run here)"),
+	OPT("plot", 'L', CLI_PLOT, "DIR",
+	    "write DIR/bench-gbps.svg (needs gnuplot)"),
+	OPT("out", 'o', CLI_OUT, "FILE|-",
+	    "write the profile to FILE; '-' prints it"),
+#undef OPT
+#undef OPT_NUM
 };
-#define CLI_NR_OPTIONS (sizeof(cli_options) / sizeof(cli_options[0]))
+#define CLI_NR_ROWS (sizeof(cli_rows) / sizeof(cli_rows[0]))
+#define CLI_WIDTH 79
+
+static const struct cli_row *row_of_val(int val)
+{
+	for (unsigned int i = 0; i < CLI_NR_ROWS; i++)
+		if (cli_rows[i].val == val)
+			return &cli_rows[i];
+	return NULL;
+}
+
+/* The verb's words for @r, else the row's. */
+static const char *help_of(const struct cli_verb *v, const struct cli_row *r)
+{
+	for (const struct cli_text *t = v->texts; t && t->bit; t++)
+		if (t->bit == r->bit)
+			return t->text;
+	return r->help;
+}
+
+/*
+ * Prints @text from column @col (the cursor is there), "{range}" made
+ * the row's range, wrapped at CLI_WIDTH with later lines indented to
+ * @indent.
+ */
+static void print_wrapped(FILE *f, const char *text, const struct cli_row *r,
+			  unsigned int col, unsigned int indent)
+{
+	char buf[512], range[48] = "";
+	const char *p, *at = text ? strstr(text, "{range}") : NULL;
+	size_t n;
+
+	if (!text)
+		return;
+	if (r && r->max)
+		snprintf(range, sizeof(range), "%lu to %lu", r->min, r->max);
+	if (at)
+		snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(at - text), text,
+			 range, at + strlen("{range}"));
+	else
+		snprintf(buf, sizeof(buf), "%s", text);
+	for (p = buf; *p;) {
+		while (*p == ' ')
+			p++;
+		n = strcspn(p, " ");
+		if (col > indent && col + 1 + n > CLI_WIDTH) {
+			fprintf(f, "\n%*s", (int)indent, "");
+			col = indent;
+		} else if (col > indent) {
+			fputc(' ', f);
+			col++;
+		}
+		fprintf(f, "%.*s", (int)n, p);
+		col += (unsigned int)n;
+		p += n;
+	}
+}
+
+void cli_usage(const struct cli_verb *v, FILE *f)
+{
+	unsigned int col, indent, width = 0;
+	char word[96];
+
+	col = (unsigned int)fprintf(f, "usage: zvmm %s", v->name);
+	indent = col + 1;
+	for (unsigned int i = 0; i < CLI_NR_ROWS; i++) {
+		const struct cli_row *r = &cli_rows[i];
+		bool req = v->required & r->bit;
+		int n;
+
+		if (!(v->accepts & r->bit))
+			continue;
+		n = snprintf(word, sizeof(word), "%s--%s%s%s%s%s",
+			     req ? "" : "[", r->name, r->arg ? " " : "",
+			     r->arg ? r->arg : "", req ? "" : "]",
+			     r->repeat ? "..." : "");
+		if (col + 1 + (unsigned int)n > CLI_WIDTH) {
+			fprintf(f, "\n%*s", (int)indent, "");
+			col = indent;
+		} else {
+			fputc(' ', f);
+			col++;
+		}
+		fputs(word, f);
+		col += (unsigned int)n;
+		n = snprintf(word, sizeof(word), "--%s%s%s", r->name,
+			     r->arg ? " " : "", r->arg ? r->arg : "");
+		if ((unsigned int)n > width)
+			width = (unsigned int)n;
+	}
+	fprintf(f, "\n\n%s\n", v->what);
+	if (v->accepts)
+		fputc('\n', f);
+	for (unsigned int i = 0; i < CLI_NR_ROWS; i++) {
+		const struct cli_row *r = &cli_rows[i];
+		int n;
+
+		if (!(v->accepts & r->bit))
+			continue;
+		n = fprintf(f, "  --%s%s%s", r->name, r->arg ? " " : "",
+			    r->arg ? r->arg : "");
+		fprintf(f, "%*s", (int)(width + 5) - n, "");
+		print_wrapped(f, help_of(v, r), r, width + 5, width + 5);
+		fputc('\n', f);
+	}
+	if (v->after)
+		fprintf(f, "\n%s\n", v->after);
+}
 
 /* A whole decimal number in [@min, @max], no sign, no suffix. */
 static int parse_uint(const char *arg, unsigned long min, unsigned long max,
@@ -182,6 +323,18 @@ static int parse_uint(const char *arg, unsigned long min, unsigned long max,
 	if (errno || *end || v < min || v > max)
 		return -EINVAL;
 	*out = (unsigned int)v;
+	return 0;
+}
+
+/* A whole-number option, in its row's range. */
+static int parse_count(const struct cli_row *r, const char *arg,
+		       unsigned int *out)
+{
+	if (parse_uint(arg, r->min, r->max, out)) {
+		pr_err("--%s '%s': give a whole number from %lu to %lu", r->name,
+		       arg, r->min, r->max);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -205,19 +358,9 @@ static int parse_one(int c, const char *arg, struct cli_args *a)
 	case 's':
 		return cli_add_set(&a->sets, (char *)arg);
 	case 'c':
-		if (parse_uint(arg, 1, VMM_MAX_VCPUS, &a->vcpus)) {
-			pr_err("--vcpus '%s': give a number from 1 to %d", arg,
-			       VMM_MAX_VCPUS);
-			return -EINVAL;
-		}
-		return 0;
+		return parse_count(row_of_val(c), arg, &a->vcpus);
 	case 'R':
-		if (parse_uint(arg, 1, CLI_MAX_REPS, &a->reps)) {
-			pr_err("--reps: invalid count '%s': give a whole number from 1 to %d",
-			       arg, CLI_MAX_REPS);
-			return -EINVAL;
-		}
-		return 0;
+		return parse_count(row_of_val(c), arg, &a->reps);
 	case 't':
 		errno = 0;
 		a->timeout = strtod(arg, &end);
@@ -271,37 +414,50 @@ static int parse_one(int c, const char *arg, struct cli_args *a)
 	return -EINVAL;
 }
 
-int cli_parse(const char *verb, int argc, char **argv, unsigned int accepts,
-	      void (*usage)(FILE *f), struct cli_args *a)
+int cli_parse(const struct cli_verb *v, int argc, char **argv,
+	      struct cli_args *a)
 {
-	struct option opts[CLI_NR_OPTIONS + 2];
+	struct option opts[CLI_NR_ROWS + 2];
+	const struct cli_row *r;
 	unsigned int n = 0;
 	int c, idx;
 
-	for (unsigned int i = 0; i < CLI_NR_OPTIONS; i++)
-		if (accepts & cli_options[i].bit)
-			opts[n++] = cli_options[i].o;
+	for (unsigned int i = 0; i < CLI_NR_ROWS; i++)
+		if (v->accepts & cli_rows[i].bit)
+			opts[n++] = (struct option){
+				cli_rows[i].name,
+				cli_rows[i].arg ? required_argument :
+						  no_argument,
+				NULL, cli_rows[i].val
+			};
 	opts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
 	opts[n] = (struct option){ 0 };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
 		if (c == 'h') {
-			usage(stdout);
+			cli_usage(v, stdout);
 			return 1;
 		}
-		if (c == '?' || c == ':') {
-			usage(stderr);
+		r = row_of_val(c);
+		if (c == '?' || c == ':' || !r) {
+			cli_usage(v, stderr);
 			return -EINVAL;
 		}
-		for (unsigned int i = 0; i < CLI_NR_OPTIONS; i++)
-			if (cli_options[i].o.val == c)
-				a->given |= cli_options[i].bit;
+		a->given |= r->bit;
 		if (parse_one(c, optarg, a))
 			return -EINVAL;
 	}
 	if (optind < argc) {
-		pr_err("%s: unexpected argument '%s'", verb, argv[optind]);
+		pr_err("%s: unexpected argument '%s'", v->name, argv[optind]);
 		return -EINVAL;
+	}
+	for (unsigned int i = 0; i < CLI_NR_ROWS; i++) {
+		r = &cli_rows[i];
+		if ((v->required & r->bit) && !(a->given & r->bit)) {
+			pr_err("%s needs --%s %s, e.g. --%s %s", v->name,
+			       r->name, r->arg, r->name, r->example);
+			return -EINVAL;
+		}
 	}
 	return 0;
 }

@@ -57,9 +57,11 @@ int cli_policy(const char *file, const struct cli_sets *sets,
 	       struct zvmm_policy **out);
 
 /*
- * Every option of every verb, in one table and one parser: a verb says
- * which it accepts (a mask of CLI_*), the parser checks and converts the
- * values once and says what is wrong, the verb reads struct cli_args.
+ * Every option of every verb in one table of rows (vmm/cli.c): its name,
+ * its value's name, what it does, and for a whole number the range the
+ * parser takes, which the usage text states from the same row. A verb
+ * is a struct cli_verb naming the options it accepts; the parser and the
+ * usage text both come from it and the rows, as kvmtool's OPT_* rows.
  */
 enum {
 	CLI_MEM = 1u << 0, /* --mem SIZE */
@@ -84,6 +86,21 @@ enum {
 	CLI_OUT = 1u << 19, /* --out FILE|- */
 };
 
+/* A verb's own words for one of its options (the row's are general). */
+struct cli_text {
+	unsigned int bit;
+	const char *text;
+};
+
+struct cli_verb {
+	const char *name; /* "run" */
+	unsigned int accepts; /* the CLI_* options it takes */
+	unsigned int required; /* of those, the ones it cannot do without */
+	const char *what; /* a paragraph: what the verb does */
+	const struct cli_text *texts; /* its words, ending with { 0 }; or NULL */
+	const char *after; /* said after the options (exit status), or NULL */
+};
+
 struct cli_args {
 	uint64_t mem, page_bytes, size;
 	const char *pool, *policy, *json, *guest, *cmdline, *serial, *kvm;
@@ -95,14 +112,18 @@ struct cli_args {
 	unsigned int given; /* the CLI_* options the command line named */
 };
 
+/* @v's usage text: synopsis, what it does, one line per option. */
+void cli_usage(const struct cli_verb *v, FILE *f);
+
 /*
- * Parses argv (argv[0] is the verb) for the options @accepts names.
- * @a holds the verb's defaults on entry. Returns 0, 1 when --help was
- * printed on stdout, or -EINVAL with the error (or the usage, for an
- * unknown option) printed.
+ * Parses argv (argv[0] is the verb) for @v's options. @a holds the
+ * verb's defaults on entry. Returns 0, 1 when --help was printed on
+ * stdout, or -EINVAL with the error (or the usage, for an unknown
+ * option) printed: a value outside its row's range, a required option
+ * missing.
  */
-int cli_parse(const char *verb, int argc, char **argv, unsigned int accepts,
-	      void (*usage)(FILE *f), struct cli_args *a);
+int cli_parse(const struct cli_verb *v, int argc, char **argv,
+	      struct cli_args *a);
 
 /* The verbs; each parses its own options from argv[0] on. */
 int cmd_bench(int argc, char **argv);

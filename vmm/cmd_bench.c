@@ -8,13 +8,17 @@
 #include "../lib/size.h"
 #include "cli.h"
 
-static void bench_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: zvmm bench [--size SIZE] [--reps N] [--backends LIST]\n"
-		"                  [--json FILE|-] [--plot DIR] [--quiet]\n"
-		"\n"
-		"Clears a warm region (1 GiB hugepages when they can be reserved, else\n"
+static const struct cli_text bench_texts[] = {
+	{ CLI_JSON,
+	  "write the JSON report; with '-' the table goes to stderr" },
+	{ 0 }
+};
+
+static const struct cli_verb bench_verb = {
+	.name = "bench",
+	.accepts = CLI_SIZE | CLI_REPS | CLI_BACKENDS | CLI_JSON | CLI_PLOT |
+		   CLI_QUIET,
+	.what = "Clears a warm region (1 GiB hugepages when they can be reserved, else\n"
 		"2 MiB, else THP) with every backend that runs here at extents of\n"
 		"4K, 64K, 2M, 8M, 32M and 1G, and measures in the same run the kernel's\n"
 		"hugetlb zeroing at fault (kernel:demand, kernel:populate) for 2 MiB and\n"
@@ -24,24 +28,15 @@ static void bench_usage(FILE *f)
 		"min-max, the ratio to kernel:demand of 2 MiB pages and to limit:write\n"
 		"with as many threads, and the engine's targets with their verdicts.\n"
 		"As root it reserves the hugepages it needs and puts the old counts\n"
-		"back, also on error and on SIGINT.\n"
-		"\n"
-		"  --size SIZE       region size, a multiple of 2M (default 4G)\n"
-		"  --reps N          timed repetitions per point, 1 to 64 (default 5)\n"
-		"  --backends LIST   comma-separated backends (default: all that run here)\n"
-		"  --json FILE|-     write the JSON report; with '-' the table goes to stderr\n"
-		"  --plot DIR        write DIR/bench-gbps.svg (needs gnuplot)\n"
-		"  --quiet           no progress line\n");
-}
+		"back, also on error and on SIGINT.",
+	.texts = bench_texts,
+};
 
 int cmd_bench(int argc, char **argv)
 {
 	struct cli_args a = { .size = 4 * SZ_1G, .reps = 5 };
 	struct bench_opts o;
-	int ret = cli_parse("bench", argc, argv,
-			    CLI_SIZE | CLI_REPS | CLI_BACKENDS | CLI_JSON |
-				    CLI_PLOT | CLI_QUIET,
-			    bench_usage, &a);
+	int ret = cli_parse(&bench_verb, argc, argv, &a);
 
 	if (ret)
 		return ret > 0 ? 0 : EXIT_USAGE;

@@ -15,18 +15,16 @@
 #include "../lib/size.h"
 #include "cli.h"
 
-static void calibrate_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: zvmm calibrate [--out FILE|-] [--quiet]\n"
-		"\n"
-		"Measures the backends that run here on warm memory out of the\n"
+static const struct cli_verb calibrate_verb = {
+	.name = "calibrate",
+	.accepts = CLI_OUT | CLI_QUIET,
+	.what = "Measures the backends that run here on warm memory out of the\n"
 		"last-level cache (the cache filled with dirty lines, then a fresh\n"
 		"16 MiB window a backend) at chunk sizes 256K, 1M, 2M, 4M and 8M and\n"
-		"writes a profile that `backend = auto` reads. Default FILE: calibration.ini in $ZVMM_CACHE_DIR, else\n"
-		"/var/cache/zvmm for root, else $XDG_CACHE_HOME/zvmm or ~/.cache/zvmm;\n"
-		"'-' prints it.\n");
-}
+		"writes a profile that `backend = auto` reads. Default FILE:\n"
+		"calibration.ini in $ZVMM_CACHE_DIR, else /var/cache/zvmm for root,\n"
+		"else $XDG_CACHE_HOME/zvmm or ~/.cache/zvmm; '-' prints it.",
+};
 
 /*
  * A directory this user may not write is said before the measuring (a
@@ -57,8 +55,7 @@ int cmd_calibrate(int argc, char **argv)
 	unsigned int nb, nc;
 	int ret;
 
-	ret = cli_parse("calibrate", argc, argv, CLI_OUT | CLI_QUIET,
-			calibrate_usage, &a);
+	ret = cli_parse(&calibrate_verb, argc, argv, &a);
 	if (ret)
 		return ret > 0 ? 0 : EXIT_USAGE;
 	/* A path that cannot be written is found before the measuring. */

@@ -20,27 +20,17 @@
 #include "progress.h"
 #include "sigwatch.h"
 
-static void prezero_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: zvmm prezero --mem SIZE [--hugepages 2M|1G] [--pool PATH]\n"
-		"                    [--policy FILE] [--set KEY=VALUE]... [--json FILE|-]\n"
-		"                    [--quiet]\n"
-		"\n"
-		"Makes every page of SIZE bytes of hugepage memory zero with the worker\n"
+static const struct cli_verb prezero_verb = {
+	.name = "prezero",
+	.accepts = CLI_MEM | CLI_HUGEPAGES | CLI_POOL | CLI_POLICY | CLI_SET |
+		   CLI_JSON | CLI_QUIET,
+	.required = CLI_MEM,
+	.what = "Makes every page of SIZE bytes of hugepage memory zero with the worker\n"
 		"pool, as `zvmm run` does before the first vCPU under the prezero policy:\n"
 		"fresh pages are populated in parallel (the kernel zeroes them on every\n"
 		"worker's core), pages of a reused --pool file are scrubbed with the\n"
-		"policy's backend in bounded chunks.\n"
-		"\n"
-		"  --mem SIZE          memory size, whole pages (e.g. 4G)\n"
-		"  --hugepages 2M|1G   page size (default 2M)\n"
-		"  --pool PATH         a pool file on a hugetlbfs mount, created or reused\n"
-		"  --policy FILE       zeroing policy (default: configs' defaults, hybrid)\n"
-		"  --set S.K=V         override one policy key, e.g. zeroing.workers=1\n"
-		"  --json FILE|-       write a JSON report; with '-' the summary goes to stderr\n"
-		"  --quiet             no progress line\n");
-}
+		"policy's backend in bounded chunks.",
+};
 
 static void on_signal(void *arg, int sig)
 {
@@ -128,16 +118,9 @@ int cmd_prezero(int argc, char **argv)
 	char sa[32], sb[32], sc[32];
 	int ret, sig, status;
 
-	ret = cli_parse("prezero", argc, argv,
-			CLI_MEM | CLI_HUGEPAGES | CLI_POOL | CLI_POLICY |
-				CLI_SET | CLI_JSON | CLI_QUIET,
-			prezero_usage, &a);
+	ret = cli_parse(&prezero_verb, argc, argv, &a);
 	if (ret)
 		return ret > 0 ? 0 : EXIT_USAGE;
-	if (!a.mem) {
-		pr_err("prezero needs --mem SIZE, e.g. --mem 4G");
-		return EXIT_USAGE;
-	}
 	mem = ZVMM_MEM_INIT(a.mem, a.page_bytes);
 	mem.pool_path = a.pool;
 	ret = cli_policy(a.policy, &a.sets, &pol);
@@ -219,15 +202,13 @@ out:
 	return status;
 }
 
-static void policy_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: zvmm policy [--policy FILE] [--set KEY=VALUE]...\n"
-		"\n"
-		"Checks a zeroing policy and prints it with every key explicit: the\n"
+static const struct cli_verb policy_verb = {
+	.name = "policy",
+	.accepts = CLI_POLICY | CLI_SET,
+	.what = "Checks a zeroing policy and prints it with every key explicit: the\n"
 		"defaults, then FILE, then each --set in order. Errors name the file\n"
-		"and line.\n");
-}
+		"and line.",
+};
 
 int cmd_policy(int argc, char **argv)
 {
@@ -236,8 +217,7 @@ int cmd_policy(int argc, char **argv)
 	char text[4096];
 	int ret;
 
-	ret = cli_parse("policy", argc, argv, CLI_POLICY | CLI_SET,
-			policy_usage, &a);
+	ret = cli_parse(&policy_verb, argc, argv, &a);
 	if (ret)
 		return ret > 0 ? 0 : EXIT_USAGE;
 	ret = cli_policy(a.policy, &a.sets, &pol);

@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,46 +43,34 @@ struct run_opts {
 	struct zvmm_mem mem; /* from a.mem, a.page_bytes, a.pool */
 };
 
-static void run_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: zvmm run --mem SIZE [--hugepages 2M|1G] [--policy FILE]\n"
-		"                [--set KEY=VALUE]... [--vcpus N] [--guest ELF]\n"
-		"                [--cmdline STR] [--pool PATH] [--json FILE|-]\n"
-		"                [--serial FILE] [--quiet] [--verbose] [--kvm PATH]\n"
-		"                [--reserve] [--timeout SECONDS]\n"
-		"\n"
-		"Boots a PVH guest (by default the built-in touch guest) on hugepage\n"
+static const struct cli_text run_texts[] = {
+	{ CLI_MEM, "guest RAM, whole pages (e.g. 4G)" },
+	{ CLI_SET, "override one policy key" },
+	{ CLI_CMDLINE,
+	  "guest command line (touch guest: stride=4K|2M|1G verify=N pattern=BYTE order=down); zvmm adds vcpus=N" },
+	{ CLI_POOL, "guest RAM in a pool file on a hugetlbfs mount" },
+	{ CLI_JSON,
+	  "write the JSON report; with '-' guest output and the summary go to stderr" },
+	{ CLI_QUIET, "no progress, no summary" },
+	{ CLI_VERBOSE,
+	  "each launch step on stderr, and the vCPU registers when the guest crashes" },
+	{ 0 }
+};
+
+static const struct cli_verb run_verb = {
+	.name = "run",
+	.accepts = CLI_MEM | CLI_HUGEPAGES | CLI_POLICY | CLI_SET | CLI_VCPUS |
+		   CLI_GUEST | CLI_CMDLINE | CLI_POOL | CLI_JSON | CLI_SERIAL |
+		   CLI_QUIET | CLI_VERBOSE | CLI_KVM | CLI_RESERVE |
+		   CLI_TIMEOUT,
+	.required = CLI_MEM,
+	.what = "Boots a PVH guest (by default the built-in touch guest) on hugepage\n"
 		"memory zeroed by the policy (default: hybrid), and reports the launch\n"
-		"and the guest's own measurement.\n"
-		"\n"
-		"  --mem SIZE          guest RAM, whole pages (e.g. 4G)\n"
-		"  --hugepages 2M|1G   page size (default 2M)\n"
-		"  --policy FILE       zeroing policy (configs/prezero.conf, demand.conf,\n"
-		"                      hybrid.conf)\n"
-		"  --set S.K=V         override one policy key\n"
-		"  --vcpus N           vCPUs, 1 to %d (default 1)\n"
-		"  --guest ELF         a PVH ELF instead of the built-in touch guest\n"
-		"  --cmdline STR       guest command line (touch guest: stride=4K|2M|1G\n"
-		"                      verify=N pattern=BYTE order=down); zvmm\n"
-		"                      adds vcpus=N\n"
-		"  --pool PATH         guest RAM in a pool file on a hugetlbfs mount\n"
-		"  --json FILE|-       write the JSON report; with '-' guest output and\n"
-		"                      the summary go to stderr\n"
-		"  --serial FILE       guest serial output to FILE\n"
-		"  --quiet             no progress, no summary\n"
-		"  --verbose           each launch step on stderr, and the vCPU registers\n"
-		"                      when the guest crashes\n"
-		"  --kvm PATH          KVM device (default /dev/kvm)\n"
-		"  --reserve           as root, raise the hugepage pool to fit and put\n"
-		"                      the old count back at exit\n"
-		"  --timeout SECONDS   stop the guest after it ran this long (from\n"
-		"                      its first instruction; decimals allowed)\n"
-		"\n"
-		"Exit status: the guest's exit code, 2 usage, 3 missing resources,\n"
-		"4 guest crash, 124 timed out, 130 interrupted, 1 other errors.\n",
-		VMM_MAX_VCPUS);
-}
+		"and the guest's own measurement.",
+	.texts = run_texts,
+	.after = "Exit status: the guest's exit code, 2 usage, 3 missing resources,\n"
+		 "4 guest crash, 124 timed out, 130 interrupted, 1 other errors.",
+};
 
 static int parse_opts(int argc, char **argv, struct run_opts *o)
 {
@@ -93,22 +80,12 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 	*a = (struct cli_args){ .page_bytes = ZVMM_PAGE_2M,
 				.vcpus = 1,
 				.kvm = "/dev/kvm" };
-	ret = cli_parse("run", argc, argv,
-			CLI_MEM | CLI_HUGEPAGES | CLI_POLICY | CLI_SET |
-				CLI_VCPUS | CLI_GUEST | CLI_CMDLINE | CLI_POOL |
-				CLI_JSON | CLI_SERIAL | CLI_QUIET |
-				CLI_VERBOSE | CLI_KVM | CLI_RESERVE |
-				CLI_TIMEOUT,
-			run_usage, a);
+	ret = cli_parse(&run_verb, argc, argv, a);
 	if (ret)
 		return ret;
 	/* --verbose: the library's own steps too (how it got a userfaultfd). */
 	if (a->verbose && log_level < LOG_DEBUG)
 		log_level = LOG_DEBUG;
-	if (!a->mem) {
-		pr_err("run needs --mem SIZE, e.g. --mem 2G");
-		return -EINVAL;
-	}
 	o->mem = ZVMM_MEM_INIT(a->mem, a->page_bytes);
 	o->mem.pool_path = a->pool;
 	return 0;
@@ -171,7 +148,6 @@ struct run_state {
 	bool dev_init;
 	struct zvmm_reservation *resv;
 	struct vmm_sigwatch w;
-	int loop_sig;
 	uint64_t boot_end; /* guest-physical end of boot data and image */
 	uint32_t entry;
 	int status; /* zvmm's exit status */
@@ -319,8 +295,10 @@ static int run_init(struct run_state *s)
 	int ret;
 
 	/*
-	 * Signals are taken from here on (--reserve may raise the hugepage
-	 * pool, which must be given back).
+	 * Signals are taken from here on, by one thread until run_cleanup()
+	 * (--reserve may raise the hugepage pool, which must be given back):
+	 * on_signal() cancels the memory's work and stops the VM, whatever
+	 * phase the launch is in.
 	 */
 	vmm_sigwatch_block(&s->w);
 	s->w.arg = s;
@@ -376,8 +354,6 @@ static int run_init(struct run_state *s)
 		return ret;
 	}
 	s->t_loaded = clock_now();
-	/* From here the event loop's signalfd takes SIGINT and SIGTERM. */
-	vmm_sigwatch_pause(&s->w);
 	return vmm_sigwatch_seen(&s->w) ? -ECANCELED : 0;
 }
 
@@ -387,23 +363,8 @@ static int run_loop(struct run_state *s)
 			      .guest = s->g,
 			      .quiet = s->o.a.quiet,
 			      .timeout = s->o.a.timeout };
-	sigset_t set;
-	int ret;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	l.signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (l.signal_fd < 0) {
-		ret = -errno;
-		pr_err("signalfd: %s", strerror(-ret));
-		vmm_vm_request_stop(s->vm, VMM_STOP_ERROR, 0, "no signalfd");
-		return ret;
-	}
-	ret = vmm_loop_run(&l);
-	s->loop_sig = l.sig;
-	close(l.signal_fd);
-	return ret;
+	return vmm_loop_run(&l);
 }
 
 /* run: the vCPUs and the event loop, until the guest's run stops. */
@@ -439,7 +400,9 @@ static void run_guest(struct run_state *s)
 		break;
 	case VMM_STOP_CANCELLED:
 		pr_err("interrupted by %s: the guest was stopped",
-		       s->loop_sig ? strsignal(s->loop_sig) : "a signal");
+		       vmm_sigwatch_seen(&s->w) ?
+			       strsignal(vmm_sigwatch_seen(&s->w)) :
+			       "a signal");
 		s->status = EXIT_INTERRUPTED;
 		break;
 	case VMM_STOP_ERROR:
@@ -480,8 +443,7 @@ static void run_exit(struct run_state *s)
 	 * one that ended the run does not. libzvmm logs a failure.
 	 */
 	zvmm_guest_rearm(s->g);
-	if (!vmm_sigwatch_start(&s->w))
-		(void)!zvmm_guest_exit(s->g);
+	(void)!zvmm_guest_exit(s->g);
 	zvmm_guest_stats(s->g, &f.z);
 	if (s->o.a.verbose)
 		vmm_report_phases(stderr, &f);

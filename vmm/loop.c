@@ -5,7 +5,6 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/signalfd.h>
 #include <unistd.h>
 
 #include "../lib/log.h"
@@ -13,7 +12,7 @@
 #include "loop.h"
 #include "progress.h"
 
-enum { EV_GUEST = 1, EV_SIGNAL, EV_STOP, EV_TIMER };
+enum { EV_GUEST = 1, EV_STOP, EV_TIMER };
 
 static int arm_poll(struct io_uring *ring, int fd, uint64_t tag)
 {
@@ -37,15 +36,11 @@ static int arm_timer(struct io_uring *ring, struct __kernel_timespec *ts)
 	return 0;
 }
 
-static void stop_all(struct vmm_loop *l, int sig)
+static void stop_all(struct vmm_loop *l)
 {
-	if (sig && !l->sig)
-		l->sig = sig;
 	zvmm_guest_cancel(l->guest);
-	vmm_vm_request_stop(
-		l->vm, sig ? VMM_STOP_CANCELLED : VMM_STOP_ERROR, 0,
-		sig ? "interrupted" :
-		      "the guest was stopped: serving its memory failed");
+	vmm_vm_request_stop(l->vm, VMM_STOP_ERROR, 0,
+			    "the guest was stopped: serving its memory failed");
 }
 
 static void draw_progress(struct vmm_loop *l, struct vmm_progress *p)
@@ -66,7 +61,6 @@ static void draw_progress(struct vmm_loop *l, struct vmm_progress *p)
 int vmm_loop_run(struct vmm_loop *l)
 {
 	struct __kernel_timespec tick = { .tv_sec = 0, .tv_nsec = 100000000 };
-	struct signalfd_siginfo si;
 	struct io_uring_cqe *cqe;
 	struct io_uring ring;
 	bool stopped = false, timed_out = false;
@@ -77,14 +71,12 @@ int vmm_loop_run(struct vmm_loop *l)
 	ret = io_uring_queue_init(16, &ring, 0);
 	if (ret) {
 		pr_err("io_uring_queue_init: %s", strerror(-ret));
-		stop_all(l, 0);
+		stop_all(l);
 		return ret;
 	}
 	vmm_progress_begin(&progress, l->quiet);
 	fd = zvmm_guest_fd(l->guest);
 	ret = arm_poll(&ring, l->vm->stop_fd, EV_STOP);
-	if (!ret)
-		ret = arm_poll(&ring, l->signal_fd, EV_SIGNAL);
 	if (!ret && fd >= 0)
 		ret = arm_poll(&ring, fd, EV_GUEST);
 	if (!ret)
@@ -114,12 +106,6 @@ int vmm_loop_run(struct vmm_loop *l)
 				if (!ret)
 					ret = arm_poll(&ring, fd, EV_GUEST);
 				break;
-			case EV_SIGNAL:
-				if (read(l->signal_fd, &si, sizeof(si)) ==
-				    sizeof(si))
-					stop_all(l, (int)si.ssi_signo);
-				ret = arm_poll(&ring, l->signal_fd, EV_SIGNAL);
-				break;
 			case EV_STOP:
 				stopped = true;
 				break;
@@ -142,7 +128,7 @@ int vmm_loop_run(struct vmm_loop *l)
 	}
 	if (ret) {
 		pr_err("event loop: %s", strerror(-ret));
-		stop_all(l, 0);
+		stop_all(l);
 	}
 	vmm_progress_end(&progress);
 	io_uring_queue_exit(&ring);

@@ -36,11 +36,11 @@ static void usage(FILE *f)
 		"  zvmm --version       print the version\n");
 }
 
-static void backends_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: zvmm backends\n\nLists the clearing backends, the CPU features each needs and whether\nthis CPU has them.\n");
-}
+static const struct cli_verb backends_verb = {
+	.name = "backends",
+	.what = "Lists the clearing backends, the CPU features each needs and whether\n"
+		"this CPU has them.",
+};
 
 static int cmd_backends(int argc, char **argv)
 {
@@ -48,7 +48,7 @@ static int cmd_backends(int argc, char **argv)
 	struct cli_args a = { 0 };
 	unsigned int n;
 	char feat[128];
-	int ret = cli_parse("backends", argc, argv, 0, backends_usage, &a);
+	int ret = cli_parse(&backends_verb, argc, argv, &a);
 
 	if (ret)
 		return ret > 0 ? 0 : EXIT_USAGE;

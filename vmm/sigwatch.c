@@ -80,7 +80,7 @@ int vmm_sigwatch_seen(struct vmm_sigwatch *w)
 	return __atomic_load_n(&w->sig, __ATOMIC_ACQUIRE);
 }
 
-void vmm_sigwatch_pause(struct vmm_sigwatch *w)
+static void sigwatch_stop(struct vmm_sigwatch *w)
 {
 	uint64_t one = 1;
 
@@ -100,7 +100,7 @@ void vmm_sigwatch_pause(struct vmm_sigwatch *w)
 
 int vmm_sigwatch_end(struct vmm_sigwatch *w)
 {
-	vmm_sigwatch_pause(w);
+	sigwatch_stop(w);
 	pthread_sigmask(SIG_SETMASK, &w->old, NULL);
 	return __atomic_load_n(&w->sig, __ATOMIC_ACQUIRE);
 }

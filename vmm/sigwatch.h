@@ -28,9 +28,6 @@ int vmm_sigwatch_start(struct vmm_sigwatch *w)
 /* The first signal the watcher took, 0 if none (any thread). */
 int vmm_sigwatch_seen(struct vmm_sigwatch *w);
 
-/* Stops the watcher, signals stay blocked (for a signalfd). */
-void vmm_sigwatch_pause(struct vmm_sigwatch *w);
-
 /* Stops the watcher and restores the signal mask; returns the signal. */
 int vmm_sigwatch_end(struct vmm_sigwatch *w);
 
