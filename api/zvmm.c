@@ -312,6 +312,12 @@ int zvmm_hugepages_reserve(uint64_t page_bytes, uint64_t nr,
 	struct zvmm_reservation *r = calloc(1, sizeof(*r));
 	int ret;
 
+	if (nr > LONG_MAX) {
+		free(r);
+		pr_err("%llu hugepages is more than any machine has",
+		       (unsigned long long)nr);
+		return -EINVAL;
+	}
 	if (!r)
 		return -ENOMEM;
 	r->resv = (struct zero_hugetlb_resv)ZERO_HUGETLB_RESV_INIT;

@@ -392,6 +392,10 @@ Test(api, bad_memory_requests_are_einval)
 	mem.pool_path = "/tmp/x";
 	mem.fd = 0;
 	cr_assert_eq(zvmm_guest_open(&mem, NULL, &g), -EINVAL);
+	/* No page size at all: refused, not a division by zero. */
+	mem = ZVMM_MEM_INIT(4 * MIB, 0);
+	cr_assert_eq(zvmm_mem_check(&mem), -EINVAL);
+	cr_assert_eq(zvmm_guest_open(&mem, NULL, &g), -EINVAL);
 }
 
 /* The shared library exports the API and nothing of the engine. */

@@ -380,24 +380,27 @@ int zero_demand_access(struct zero_demand *f, uint64_t first, uint64_t end)
 	return 0;
 }
 
-void zero_demand_make_zero(struct zero_demand *f, uint64_t page,
-			   arch_clear_fn clear)
+int zero_demand_make_zero(struct zero_demand *f, uint64_t page,
+			  arch_clear_fn clear)
 {
 	struct zero_mem *m = f->mem;
 
 	enum zero_page_state s = zero_page_get(m->pages, page);
 	char *p = zero_mem_alias_page(m, page);
+	int ret;
 
 	if ((s != ZP_DIRTY && s != ZP_FRESH) ||
 	    zero_page_move(m->pages, page, s, ZP_ZEROING))
-		return;
+		return 0;
 	/* A hole: the kernel zeroes the page it allocates. */
 	if (s == ZP_FRESH ? madvise(p, m->page_bytes, MADV_POPULATE_WRITE) :
 			    (clear(p, m->page_bytes), 0)) {
+		ret = -errno;
 		(void)!zero_page_move(m->pages, page, ZP_ZEROING, ZP_DIRTY);
-		return;
+		return ret;
 	}
 	(void)!zero_page_move(m->pages, page, ZP_ZEROING, ZP_ZERO);
+	return 0;
 }
 
 void zero_demand_drain(struct zero_demand *f, arch_clear_fn clear)
@@ -434,7 +437,7 @@ void zero_demand_drain(struct zero_demand *f, arch_clear_fn clear)
 	for (uint64_t p = 0; p < f->mem->nr_pages; p++) {
 		if (!f->pending[p])
 			continue;
-		zero_demand_make_zero(f, p, clear);
+		(void)!zero_demand_make_zero(f, p, clear);
 		(void)!map_page(f, p);
 	}
 }

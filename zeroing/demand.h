@@ -98,7 +98,7 @@ void zero_demand_drain(struct zero_demand *f, arch_clear_fn clear);
  * With the workers quiesced: makes page @page ZERO here with @clear (a
  * hole populated) if it is DIRTY or FRESH; left as it was on failure.
  */
-void zero_demand_make_zero(struct zero_demand *f, uint64_t page,
+int zero_demand_make_zero(struct zero_demand *f, uint64_t page,
 			   arch_clear_fn clear);
 
 /* Latency percentile @q (0..1) in microseconds, 0 without faults. */

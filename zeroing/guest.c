@@ -407,10 +407,13 @@ int zero_guest_access(struct zero_guest *g, uint64_t offset, uint64_t bytes,
 	 * here, as the drain does for a vCPU still leaving.
 	 */
 	if (g->stopped) {
-		for (uint64_t i = first; i < end; i++)
-			zero_demand_make_zero(&g->demand, i,
-					      zero_engine_clear_fn(g->engine));
-		ret = zero_demand_map_ahead(&g->demand, first, end);
+		/* A page that could not be made zero is an error, not 0. */
+		ret = 0;
+		for (uint64_t i = first; i < end && !ret; i++)
+			ret = zero_demand_make_zero(
+				&g->demand, i, zero_engine_clear_fn(g->engine));
+		if (!ret)
+			ret = zero_demand_map_ahead(&g->demand, first, end);
 	} else {
 		ret = zero_demand_access(&g->demand, first, end);
 	}

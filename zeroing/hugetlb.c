@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../lib/log.h"
 #include "../lib/size.h"
 #include "../lib/sysfs.h"
 #include "hugetlb.h"
@@ -152,9 +153,8 @@ void zero_hugetlb_release(struct zero_hugetlb_resv *r)
 	/* Best effort: a failure here leaves pages a user can see. */
 	ret = set_nr(r->page_bytes, r->old_nr);
 	if (ret)
-		fprintf(stderr,
-			"zvmm: warning: could not restore %s to %ld: %s\n",
-			slots[r->slot].path, r->old_nr, strerror(-ret));
+		pr_warn("could not restore %s to %ld: %s", slots[r->slot].path,
+			r->old_nr, strerror(-ret));
 	slots[r->slot].active = 0;
 	r->slot = -1;
 }

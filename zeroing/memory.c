@@ -193,7 +193,7 @@ static int probe_pool_lock(const char *path, char *err, size_t len)
 
 int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 {
-	uint64_t nr = o->bytes / o->page_bytes, have = 0, fbytes = 0, need;
+	uint64_t nr, have = 0, fbytes = 0, need;
 	char a[32], b[32], path[128];
 	long nfree, resv, avail, total_kb;
 	int ret;
@@ -204,6 +204,7 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 			 size_format(o->page_bytes, a, sizeof(a)));
 		return -EINVAL;
 	}
+	nr = o->bytes / o->page_bytes;
 	if (!o->bytes || o->bytes % o->page_bytes) {
 		snprintf(
 			err, len,
