@@ -32,6 +32,11 @@ DEB_PACKAGES := gcc make pkg-config libnuma-dev liburing-dev \
 # clang and its libFuzzer/sanitizer runtimes, for fuzz/.
 FUZZ_PACKAGES := clang libclang-rt-14-dev
 DEB_PACKAGES += $(FUZZ_PACKAGES)
+# The Rust bindings (bindings/rust), built offline from Debian's crates;
+# bindgen loads the libclang that clang brings.
+RUST_PACKAGES := cargo rustc bindgen rustfmt librust-libc-dev \
+	librust-vm-memory-dev
+DEB_PACKAGES += $(RUST_PACKAGES)
 
 WARNINGS := -Wall -Wextra -Werror -Wmissing-prototypes -Wstrict-prototypes \
 	-Wformat=2 -Wshadow -Wno-format-nonliteral
@@ -115,6 +120,10 @@ LIBZ_SO := $(O)/libzvmm/libzvmm.so.$(ZVMM_VERSION)
 LIBZ_SONAME := libzvmm.so.$(ZVMM_SOVERSION)
 LIBZ_A := $(O)/libzvmm/libzvmm.a
 LIBZ_LIBS = $(shell $(PKG_CONFIG) --libs $(LIBZ_PC) 2>/dev/null) -lpthread
+# zvmm.pc names these for a static link as libraries, not as Requires:
+# the public header includes none of their headers, so --cflags zvmm is
+# zvmm's include directory alone.
+LIBZ_LIBS_PRIVATE = $(shell $(PKG_CONFIG) --libs --static $(LIBZ_PC) 2>/dev/null) -lpthread
 
 lib: $(LIBZ_SO) $(LIBZ_A) $(O)/libzvmm/zvmm.pc
 
@@ -156,7 +165,7 @@ $(O)/libzvmm/zvmm.pc: api/zvmm.pc.in include/zvmm/zvmm.h $(O)/.installdirs
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' \
 		-e 's|@VERSION@|$(ZVMM_VERSION)|' \
-		-e 's|@REQUIRES@|$(LIBZ_PC)|' $< >$@
+		-e 's|@LIBS_PRIVATE@|$(LIBZ_LIBS_PRIVATE)|' $< >$@
 
 MANPAGES := man/zvmm.1 man/zvmm.conf.5 man/libzvmm.3
 # One manual page name per API function (`man 3 zvmm_guest_open`): each a
@@ -203,10 +212,13 @@ uninstall:
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/zvmm $(DESTDIR)$(DATADIR)/zvmm/udev \
 		$(DESTDIR)$(DATADIR)/zvmm 2>/dev/null
 
-# The embedding example, built against an installed libzvmm through
-# pkg-config (PKG_CONFIG_PATH and a sysroot for a DESTDIR install).
-example: examples/embed.c
-	$(MAKE) -C examples
+# The embedding examples, built against an installed libzvmm through
+# pkg-config (PKG_CONFIG_PATH and a sysroot for a DESTDIR install):
+# embed.c, and on x86-64 minivmm.c, a VMM of its own on the public API.
+example: examples/embed.c examples/minivmm.c
+	$(MAKE) -C examples $(if $(filter x86_64,$(HOST_ARCH)),all,embed)
+
+include bindings/rust/rust.mk
 
 $(O)/zvmm: $(CORE_OBJS) $(MAIN_OBJS)
 	$(quiet) LD $@
@@ -346,7 +358,7 @@ abi-check: lib
 	else echo "abi-check: skipped: no abidiff (make deps: abigail-tools)"; fi
 
 test-unit: $(O)/zvmm $(HOSTILE_ELF) $(TEST_RUNNER) $(STRESS) $(MODEL) lib \
-		header-cxx abi-check
+		header-cxx abi-check rust-sys-check
 	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(STRESS) $(STRESS_SEEDS)
 	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(MODEL) $(MODEL_SEEDS)
 	$(Q)rm -rf $(O)/test-cache

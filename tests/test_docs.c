@@ -89,3 +89,39 @@ Test(docs, every_function_is_in_libzvmm_3)
 	free(hdr);
 	free(man);
 }
+
+/*
+ * `pkg-config --cflags zvmm` is zvmm's include directory alone: the
+ * public header includes no other library's, so an embedder's compile
+ * line gets nothing of json-c, libnuma or libinih (they are named for a
+ * static link in Libs.private).
+ */
+Test(docs, pkg_config_cflags_are_zvmms_alone)
+{
+	const char *lib = getenv("ZVMM_LIB");
+	char cmd[2200], out[1024] = "", dir[1024], *nl;
+	const char *slash;
+	FILE *p;
+
+	if (!lib || !(slash = strrchr(lib, '/')))
+		cr_skip_test("ZVMM_LIB (the built libzvmm.so) not set");
+	if (system("command -v pkg-config >/dev/null"))
+		cr_skip_test("no pkg-config");
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - lib), lib);
+	snprintf(cmd, sizeof(cmd),
+		 "PKG_CONFIG_PATH=%s pkg-config --cflags zvmm; "
+		 "PKG_CONFIG_PATH=%s pkg-config --libs --static zvmm",
+		 dir, dir);
+	p = popen(cmd, "r");
+	cr_assert_not_null(p);
+	cr_assert_eq(fread(out, 1, sizeof(out) - 1, p) > 0, 1);
+	cr_assert_eq(pclose(p), 0, "%s", out);
+	nl = strchr(out, '\n');
+	cr_assert_not_null(nl, "%s", out);
+	cr_assert(strstr(nl, "-ljson-c") && strstr(nl, "-lnuma"),
+		  "a static link misses the private libraries: %s", out);
+	*nl = '\0';
+	cr_assert_eq(strncmp(out, "-I", 2), 0, "cflags: %s", out);
+	cr_assert_null(strstr(out + 2, "-I"), "cflags: %s", out);
+	cr_assert_null(strstr(out, "json-c"), "cflags: %s", out);
+}
