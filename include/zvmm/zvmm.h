@@ -11,11 +11,13 @@
  *   zvmm_guest_open()      lock and map the memory, classify its pages
  *   zvmm_guest_memory()    the mapping to give KVM (a memslot)
  *   zvmm_guest_prepare()   the policy's work before the first vCPU runs
+ *   zvmm_guest_access()    any other range the VMM writes (initrd, DTB)
+ *   zvmm_guest_serve_thread()  our thread serves first touches
+ *                          (or zvmm_guest_fd() + zvmm_guest_process()
+ *                          from your event loop)
  *   zvmm_guest_start()     the vCPUs run: hybrid's background starts
- *   zvmm_guest_fd() +
- *   zvmm_guest_process()   serve first touches from your event loop
- *                          (or zvmm_guest_serve_thread(): our thread)
- *   zvmm_guest_stop()      the run is over: no vCPU is left waiting
+ *   zvmm_guest_stop()      the run is over: call it once, join the vCPU
+ *                          threads (kick them out of KVM_RUN yourself)
  *   zvmm_guest_exit()      the guest is gone: the policy's on_exit
  *   zvmm_guest_close()     unmap, unlock
  *
@@ -68,8 +70,9 @@ ZVMM_API const char *zvmm_version(void);
 
 /*
  * Whether the library that runs has the API of release @major.@minor
- * that a program was built against: call it once at start with
- * ZVMM_VERSION_MAJOR and ZVMM_VERSION_MINOR. 0 when it has (same major,
+ * that a program was built against: call it once at start, after
+ * zvmm_set_log() (its message goes there), with ZVMM_VERSION_MAJOR and
+ * ZVMM_VERSION_MINOR. 0 when it has (same major,
  * this minor or later), else -ENOTSUP with the two versions logged.
  * Since 0.2. Any thread.
  */
