@@ -102,8 +102,8 @@ ZVMM_API void zvmm_set_log(zvmm_log_fn *fn, void *arg, enum zvmm_log_level max);
 
 /*
  * A zeroing policy: the keys of zvmm.conf(5) ([zeroing] mode, backend,
- * workers, chunk, rate_limit; [pool] fresh, on_exit; [numa] policy,
- * nodes). A new policy holds the defaults (hybrid, backend auto). One
+ * workers, chunk, rate_limit, profile; [pool] fresh, on_exit, record,
+ * state_dir; [numa] policy, nodes, pin). A new policy holds the defaults (hybrid, backend auto). One
  * thread at a time per policy; a policy may be freed once
  * zvmm_guest_open() returned.
  */
@@ -358,7 +358,9 @@ ZVMM_API int zvmm_guest_prepare(struct zvmm_guest *g, uint64_t boot_bytes);
  * own threads to read and write: every page the range touches (whole
  * pages: any offset and length, rounded out) that is not the guest's yet
  * is made zero and mapped, waiting for the workers; a page the guest has
- * is left as it is. After it, no access to those pages, from any thread,
+ * is left as it is. @offset is into the guest mapping (as for
+ * zvmm_guest_memory()), not a guest-physical address: a VMM that placed
+ * the mapping around a hole translates. After it, no access to those pages, from any thread,
  * waits on the library.
  *
  * The rule for a VMM under demand and hybrid: guest memory is touched
