@@ -35,13 +35,18 @@ static struct zvmm_reservation *resv;
 static bool mounted;
 static char logged[4096];
 
+/* Called from the library's threads too, and two launches' at once. */
 static void log_cb(void *arg, enum zvmm_log_level level, const char *msg)
 {
-	size_t n = strlen(logged);
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	size_t n;
 
 	(void)arg;
 	(void)level;
+	pthread_mutex_lock(&lock);
+	n = strlen(logged);
 	snprintf(logged + n, sizeof(logged) - n, "%s\n", msg);
+	pthread_mutex_unlock(&lock);
 }
 
 static void setup(void)
@@ -411,4 +416,130 @@ Test(access, a_second_mapping_the_documented_way)
 		     (unsigned long long)c.lost);
 	cr_assert_eq(c.foreign, 0, "%llu words of someone else's",
 		     (unsigned long long)c.foreign);
+}
+
+/* One of two launches at once, run by its own thread (no asserts there). */
+struct twin {
+	const char *mode, *path;
+	bool poll;
+	struct vmm_write w;
+	struct vcpu c;
+	int err; /* the first failure, -errno */
+	const char *where;
+};
+
+static void twin_fail(struct twin *t, int err, const char *where)
+{
+	if (!t->err) {
+		t->err = err ? err : -EIO;
+		t->where = where;
+	}
+}
+
+static void *twin_run(void *arg)
+{
+	struct twin *t = arg;
+	struct zvmm_mem mem = ZVMM_MEM_INIT(POOL_BYTES / 2, ZVMM_PAGE_2M);
+	struct pollfd p = { .events = POLLIN };
+	struct zvmm_policy *pol;
+	struct zvmm_guest *g;
+	pthread_t th;
+	void *addr;
+	int ret;
+
+	mem.pool_path = t->path;
+	if (zvmm_policy_new(&pol) ||
+	    zvmm_policy_set(pol, "zeroing.mode", t->mode) ||
+	    zvmm_policy_set(pol, "pool.on_exit", "keep")) {
+		twin_fail(t, -EINVAL, "policy");
+		return NULL;
+	}
+	ret = zvmm_guest_open(&mem, pol, &g);
+	zvmm_policy_free(pol);
+	if (ret) {
+		twin_fail(t, ret, "open");
+		return NULL;
+	}
+	ret = zvmm_guest_prepare(g, 0);
+	if (!ret && !t->poll)
+		ret = zvmm_guest_serve_thread(g, NULL, NULL);
+	if (ret) {
+		twin_fail(t, ret, "prepare");
+		zvmm_guest_close(g);
+		return NULL;
+	}
+	zvmm_guest_memory(g, &addr, &t->c.bytes);
+	t->c.mem = addr;
+	zvmm_guest_start(g);
+	pthread_create(&th, NULL, vcpu, &t->c);
+	/* The device model: this thread, which in poll mode also serves. */
+	ret = zvmm_guest_access(g, t->w.off, t->w.n * 8);
+	if (ret)
+		twin_fail(t, ret, "access");
+	for (uint64_t i = 0; !ret && i < t->w.n; i++)
+		if (t->c.mem[t->w.off / 8 + i])
+			twin_fail(t, -EIO, "the VMM read someone's data");
+	for (uint64_t i = 0; !ret && i < t->w.n; i++)
+		t->c.mem[t->w.off / 8 + i] = MARK + i;
+	p.fd = zvmm_guest_fd(g);
+	while (t->poll && pthread_tryjoin_np(th, NULL)) {
+		if (p.fd >= 0 && poll(&p, 1, 10) > 0 &&
+		    (ret = zvmm_guest_process(g)))
+			twin_fail(t, ret, "process");
+		else if (p.fd < 0)
+			usleep(1000);
+	}
+	if (!t->poll)
+		pthread_join(th, NULL);
+	if ((ret = zvmm_guest_stop(g)))
+		twin_fail(t, ret, "stop");
+	if ((ret = zvmm_guest_exit(g)))
+		twin_fail(t, ret, "exit");
+	zvmm_guest_close(g);
+	return NULL;
+}
+
+/*
+ * Two launches at once in one process, each on its own pool full of
+ * someone's data, one served from its VMM's loop and one by the library's
+ * thread, each VMM writing where the other does not: neither vCPU reads a
+ * word that is not zero or its own VMM's, neither VMM hangs.
+ */
+Test(access, two_launches_at_once)
+{
+	static const char *const modes[][2] = { { "demand", "hybrid" },
+						{ "hybrid", "demand" },
+						{ "prezero", "demand" } };
+	const char *pool2 = MNT "/pool2";
+
+	for (unsigned int m = 0; m < 3; m++) {
+		struct twin t[2] = {
+			{ .mode = modes[m][0], .path = POOL, .poll = true,
+			  .w = { POOL_BYTES / 2 - 8192 - 8, 700 } },
+			{ .mode = modes[m][1], .path = pool2, .poll = false,
+			  .w = { 3 * MIB + 8, 300 } },
+		};
+		pthread_t th[2];
+
+		test_poison_file(POOL, POOL_BYTES / 2);
+		test_poison_file(pool2, POOL_BYTES / 2);
+		for (int i = 0; i < 2; i++) {
+			t[i].c.w = &t[i].w;
+			t[i].c.nw = 1;
+			pthread_create(&th[i], NULL, twin_run, &t[i]);
+		}
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		unlink(POOL);
+		unlink(pool2);
+		for (int i = 0; i < 2; i++) {
+			cr_assert_eq(t[i].err, 0, "%s: %s: %s: %s", t[i].mode,
+				     t[i].where, strerror(-t[i].err), logged);
+			cr_assert(t[i].c.done);
+			cr_assert_eq(t[i].c.foreign, 0,
+				     "%s beside %s: %llu words of someone else's",
+				     t[i].mode, t[!i].mode,
+				     (unsigned long long)t[i].c.foreign);
+		}
+	}
 }
