@@ -106,6 +106,7 @@ ARM64_TEST := $(O)/tests/arm64/test-arm64
 .PHONY: all lib install uninstall example test test-arm64 test-unit \
 	bench bench-smoke bench-backends \
 	bench-launch bench-demand deps clean schema header-cxx abi-check \
+	static-check \
 	format fuzz fuzz-seeds fuzz-smoke fuzz-run FORCE
 
 all: $(O)/zvmm $(HOSTILE_ELF) lib
@@ -136,10 +137,19 @@ $(LIBZ_SO): $(LIBZ_OBJS) api/libzvmm.map
 	$(Q)ln -sf $(notdir $@) $(O)/libzvmm/$(LIBZ_SONAME)
 	$(Q)ln -sf $(LIBZ_SONAME) $(O)/libzvmm/libzvmm.so
 
-$(LIBZ_A): $(LIBZ_OBJS)
+# The archive's api/zvmm.c has no symbol versions (ZVMM_NO_SYMVER): a
+# shared object that links it would lack their nodes.
+LIBZ_A_OBJS = $(filter-out $(O)/api/zvmm.o,$(LIBZ_OBJS)) $(O)/api/zvmm-static.o
+
+$(O)/api/zvmm-static.o: api/zvmm.c $(O)/.cflags
+	@mkdir -p $(dir $@)
+	$(quiet) CC $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -DZVMM_NO_SYMVER -c -o $@ $<
+
+$(LIBZ_A): $(LIBZ_A_OBJS)
 	@mkdir -p $(dir $@)
 	$(quiet) AR $@
-	$(Q)$(LD) -r -o $(O)/libzvmm/libzvmm.o $(LIBZ_OBJS)
+	$(Q)$(LD) -r -o $(O)/libzvmm/libzvmm.o $(LIBZ_A_OBJS)
 	$(Q)objcopy --localize-hidden $(O)/libzvmm/libzvmm.o
 	$(Q)rm -f $@ && ar rcs $@ $(O)/libzvmm/libzvmm.o
 
@@ -348,6 +358,15 @@ header-cxx:
 			-Iinclude tests/header.cc; \
 	else echo "header-cxx: skipped: no $(CXX) (make deps)"; fi
 
+# libzvmm.a linked into a program and into a shared object (a plugin, a
+# language binding), as embedders do.
+static-check: $(LIBZ_A)
+	$(Q)$(CC) $(CFLAGS) -shared -o $(O)/static-check.so tests/static_link.c \
+		$(LIBZ_A) $(LIBZ_LIBS)
+	$(Q)$(CC) $(CFLAGS) -DSTATIC_CHECK_MAIN -o $(O)/static-check \
+		tests/static_link.c $(LIBZ_A) $(LIBZ_LIBS)
+	$(Q)$(O)/static-check
+
 abi-check: lib
 	$(Q)if command -v abidiff >/dev/null; then \
 		abidiff --headers-dir2 include/zvmm abi/libzvmm-0.1.0.abi \
@@ -358,7 +377,7 @@ abi-check: lib
 	else echo "abi-check: skipped: no abidiff (make deps: abigail-tools)"; fi
 
 test-unit: $(O)/zvmm $(HOSTILE_ELF) $(TEST_RUNNER) $(STRESS) $(MODEL) lib \
-		header-cxx abi-check rust-sys-check
+		header-cxx abi-check static-check rust-sys-check
 	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(STRESS) $(STRESS_SEEDS)
 	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(MODEL) $(MODEL_SEEDS)
 	$(Q)rm -rf $(O)/test-cache

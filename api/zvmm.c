@@ -37,7 +37,18 @@
  * under name@ZVMM_0 ("0.1 ABI", at the end). No definition has the plain
  * name: the version script would give it ZVMM_0.
  */
+#ifdef ZVMM_NO_SYMVER
+/*
+ * libzvmm.a's copy: no versions, whose nodes a shared object linking the
+ * archive would not have (every linker refuses it), just the names.
+ */
+#define zvmm_mem_check_0_2 zvmm_mem_check
+#define zvmm_backends_0_2 zvmm_backends
+#define zvmm_guest_open_0_2 zvmm_guest_open
+#define ZVMM_VERSIONED(sym) ZVMM_API
+#else
 #define ZVMM_VERSIONED(sym) ZVMM_API __attribute__((symver(sym)))
+#endif
 
 int zvmm_mem_check_0_2(const struct zvmm_mem *mem);
 unsigned int zvmm_backends_0_2(struct zvmm_backend_info *out,
@@ -445,7 +456,7 @@ int zvmm_calibration_write(const struct zvmm_calibration *c, const char *path,
 
 	if (!path) {
 		if (zero_profile_default_path(def, sizeof(def))) {
-			pr_err("no $ZVMM_CACHE_DIR, $XDG_CACHE_HOME or $HOME to keep the profile in: give a path");
+			pr_err("no $XDG_CACHE_HOME or $HOME to keep the profile in: give a path");
 			return -ENOENT;
 		}
 		path = def;
@@ -459,7 +470,7 @@ int zvmm_calibration_write(const struct zvmm_calibration *c, const char *path,
 	ret = zero_profile_write(&c->p, path);
 	if ((ret == -EACCES || ret == -EPERM) && geteuid())
 		/* Per operation: only writing a system profile needs root. */
-		pr_err("cannot write %s: %s: its directory is not this user's (/var/cache/zvmm is root's): run as root to write it, or keep a profile of this user's own (the default path without $ZVMM_CACHE_DIR: $XDG_CACHE_HOME/zvmm or ~/.cache/zvmm)",
+		pr_err("cannot write %s: %s: its directory is not this user's (/var/cache/zvmm is root's): run as root to write it, or keep a profile of this user's own ($XDG_CACHE_HOME/zvmm or ~/.cache/zvmm)",
 		       path, strerror(-ret));
 	else if (ret)
 		pr_err("cannot write %s: %s", path, strerror(-ret));
@@ -950,6 +961,7 @@ void zvmm_guest_close(struct zvmm_guest *v)
 	leave(prev);
 }
 
+#ifndef ZVMM_NO_SYMVER
 /* ------------------------------------------------------------ 0.1 ABI */
 
 /*
@@ -1024,3 +1036,4 @@ zvmm_backends_0_1(struct zvmm_backend_info_0_1 *out, unsigned int max)
 	}
 	return n;
 }
+#endif /* ZVMM_NO_SYMVER */

@@ -83,8 +83,11 @@ struct opts {
 	bool serve_thread;
 };
 
+/* A PVH kernel is a few MiB; more is not one. */
+#define IMAGE_MAX (64 << 20)
+
 struct image {
-	const unsigned char *data; /* the file, mapped */
+	const unsigned char *data; /* the file, read into our memory */
 	size_t size;
 	const Elf64_Phdr *ph;
 	unsigned int phnum;
@@ -163,32 +166,46 @@ static bool find_pvh_note(const unsigned char *p, uint64_t len, uint32_t *entry)
 }
 
 /*
- * Maps @path and checks that it is an x86-64 PVH ELF whose segments lie
- * inside the file and below @limit (the boot page), trusting no offset.
+ * Reads @path into memory of our own (a mapping of the file would show
+ * what another writer changes after the checks) and checks that it is an
+ * x86-64 PVH ELF whose segments lie inside the file and below @limit
+ * (the boot page), trusting no offset.
  */
 static int image_open(const char *path, uint64_t limit, struct image *im)
 {
 	const Elf64_Ehdr *eh;
 	bool note = false;
 	uint64_t lo = UINT64_MAX;
+	unsigned char *p;
 	struct stat st;
-	void *p;
+	size_t got = 0;
+	ssize_t n = 1;
 	int fd;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return fail(-errno, "--guest %s: %s", path, strerror(errno));
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !st.st_size) {
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !st.st_size ||
+	    st.st_size > IMAGE_MAX) {
 		close(fd);
-		return fail(-EINVAL, "--guest %s: not a regular file", path);
+		return fail(-EINVAL,
+			    "--guest %s: not a regular file of 1 byte to %d MiB",
+			    path, IMAGE_MAX >> 20);
 	}
-	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	p = malloc((size_t)st.st_size);
+	while (p && got < (size_t)st.st_size &&
+	       (n = pread(fd, p + got, (size_t)st.st_size - got,
+			  (off_t)got)) > 0)
+		got += (size_t)n;
 	close(fd);
-	if (p == MAP_FAILED)
-		return fail(-errno, "--guest %s: %s", path, strerror(errno));
+	if (!p || got != (size_t)st.st_size) {
+		free(p);
+		return fail(n < 0 ? -errno : -EIO, "--guest %s: %s", path,
+			    n < 0 ? strerror(errno) : "cannot read it whole");
+	}
 	im->data = p;
 	im->size = (size_t)st.st_size;
-	eh = p;
+	eh = (const void *)p;
 	if (im->size < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
 	    eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_machine != EM_X86_64 ||
 	    eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phoff % 8 ||
@@ -745,8 +762,7 @@ static int run(const struct opts *o, struct vm *vm, int sig_fd)
 		ret = vm->stop == STOP_SIGNAL ? -EINTR : -EIO;
 out:
 	zvmm_guest_close(g);
-	if (im.data)
-		munmap((void *)im.data, im.size);
+	free((void *)im.data);
 	return ret;
 }
 

@@ -13,6 +13,8 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -542,4 +544,45 @@ Test(access, two_launches_at_once)
 				     (unsigned long long)t[i].c.foreign);
 		}
 	}
+}
+
+static sigjmp_buf after_fault;
+
+static void on_segv(int sig)
+{
+	(void)sig;
+	siglongjmp(after_fault, 1);
+}
+
+/*
+ * After zvmm_guest_exit() the guest mapping is no one's: a VMM thread
+ * that outlived the guest neither writes into a pool on_exit recorded as
+ * zero nor waits on a fault no one serves. Its write faults; access() is
+ * refused.
+ */
+Test(access, nothing_touches_guest_memory_after_exit)
+{
+	struct zvmm_guest *g = open_guest("demand");
+	struct sigaction sa = { .sa_handler = on_segv }, old;
+	volatile uint64_t *mem;
+	volatile bool faulted = false;
+	uint64_t bytes;
+	void *addr;
+
+	cr_assert_eq(zvmm_guest_prepare(g, 0), 0, "%s", logged);
+	zvmm_guest_memory(g, &addr, &bytes);
+	mem = addr;
+	cr_assert_eq(zvmm_guest_access(g, 0, 4096), 0, "%s", logged);
+	mem[0] = MARK;
+	cr_assert_eq(zvmm_guest_stop(g), 0, "%s", logged);
+	cr_assert_eq(zvmm_guest_exit(g), 0, "%s", logged);
+	cr_assert_eq(zvmm_guest_access(g, 0, 4096), -EINVAL);
+	sigaction(SIGSEGV, &sa, &old);
+	if (!sigsetjmp(after_fault, 1))
+		mem[8] = MARK; /* a write after exit */
+	else
+		faulted = true;
+	sigaction(SIGSEGV, &old, NULL);
+	zvmm_guest_close(g);
+	cr_assert(faulted, "a write to the guest mapping after exit went in");
 }

@@ -454,8 +454,13 @@ int cli_parse(const struct cli_verb *v, int argc, char **argv,
 	for (unsigned int i = 0; i < CLI_NR_ROWS; i++) {
 		r = &cli_rows[i];
 		if ((v->required & r->bit) && !(a->given & r->bit)) {
-			pr_err("%s needs --%s %s, e.g. --%s %s", v->name,
-			       r->name, r->arg, r->name, r->example);
+			if (r->example)
+				pr_err("%s needs --%s %s, e.g. --%s %s",
+				       v->name, r->name, r->arg, r->name,
+				       r->example);
+			else
+				pr_err("%s needs --%s%s%s", v->name, r->name,
+				       r->arg ? " " : "", r->arg ? r->arg : "");
 			return -EINVAL;
 		}
 	}

@@ -145,7 +145,7 @@ int cmd_prezero(int argc, char **argv)
 	}
 
 	/* Blocked before any thread exists, so every thread inherits it. */
-	vmm_sigwatch_block(&w);
+	vmm_sigwatch_block();
 	w.arg = &g;
 	ret = zvmm_guest_open(&mem, pol, &g);
 	if (ret)
@@ -168,7 +168,9 @@ int cmd_prezero(int argc, char **argv)
 	zvmm_guest_set_progress(g, show_progress, &progress);
 	ret = zvmm_guest_prezero(g);
 	vmm_progress_end(&progress);
-	sig = vmm_sigwatch_end(&w);
+	/* Signals stay blocked to the end: the cleanup below is not cut. */
+	vmm_sigwatch_stop(&w);
+	sig = vmm_sigwatch_seen(&w);
 	zvmm_guest_stats(g, &z);
 	if (sig) {
 		pr_err("interrupted by %s: %llu of %llu pages are zero, the rest stay dirty",
@@ -191,7 +193,7 @@ int cmd_prezero(int argc, char **argv)
 		ret = write_json(jf, &z);
 out:
 	status = cli_exit_status(ret);
-	vmm_sigwatch_end(&w);
+	vmm_sigwatch_stop(&w);
 	zvmm_guest_close(g);
 	zvmm_policy_free(pol);
 	if (jf && jf != stdout) {

@@ -148,6 +148,7 @@ struct run_state {
 	bool dev_init;
 	struct zvmm_reservation *resv;
 	struct vmm_sigwatch w;
+	unsigned int sigs_at_end; /* signals taken when the run ended */
 	uint64_t boot_end; /* guest-physical end of boot data and image */
 	uint32_t entry;
 	int status; /* zvmm's exit status */
@@ -273,10 +274,10 @@ static void on_signal(void *arg, int sig)
 	struct vmm_vm *vm;
 
 	(void)sig;
-	g = __atomic_load_n(&s->g, __ATOMIC_ACQUIRE);
+	g = __atomic_load_n(&s->g, __ATOMIC_SEQ_CST);
 	if (g)
 		zvmm_guest_cancel(g);
-	vm = __atomic_load_n(&s->vm, __ATOMIC_ACQUIRE);
+	vm = __atomic_load_n(&s->vm, __ATOMIC_SEQ_CST);
 	if (vm)
 		vmm_vm_request_stop(vm, VMM_STOP_CANCELLED, 0, "interrupted");
 }
@@ -300,9 +301,12 @@ static int run_init(struct run_state *s)
 	 * on_signal() cancels the memory's work and stops the VM, whatever
 	 * phase the launch is in.
 	 */
-	vmm_sigwatch_block(&s->w);
+	vmm_sigwatch_block();
 	s->w.arg = s;
 	ret = vmm_sigwatch_start(&s->w);
+	if (ret)
+		pr_err("cannot take SIGINT and SIGTERM (signalfd, thread): %s",
+		       strerror(-ret));
 	if (!ret)
 		ret = check_request(s);
 	if (!ret && vmm_sigwatch_seen(&s->w))
@@ -317,7 +321,10 @@ static int run_init(struct run_state *s)
 	if (ret)
 		return ret;
 	s->t_opened = clock_now();
-	__atomic_store_n(&s->g, g, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->g, g, __ATOMIC_SEQ_CST);
+	/* A signal that came while it opened found no guest to cancel. */
+	if (vmm_sigwatch_seen(&s->w))
+		return -ECANCELED;
 	if (s->o.a.verbose) {
 		zvmm_guest_stats(g, &st);
 		pr_info("guest memory open; preparing it for the %s policy",
@@ -338,7 +345,7 @@ static int run_init(struct run_state *s)
 	}
 	s->t_vcpus = clock_now();
 	vm->verbose = s->o.a.verbose;
-	__atomic_store_n(&s->vm, vm, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->vm, vm, __ATOMIC_SEQ_CST);
 	vmm_devices_init(&s->dev, vm, s->serial);
 	s->dev_init = true;
 	ret = vmm_pvh_load(vm, s->image, s->image_size, s->cmdline, err,
@@ -386,6 +393,7 @@ static void run_guest(struct run_state *s)
 	/* From here libzvmm serves every vCPU still in a fault by itself. */
 	(void)!zvmm_guest_stop(s->g);
 	why = vmm_vm_wait(s->vm);
+	s->sigs_at_end = vmm_sigwatch_count(&s->w);
 	s->t_end = clock_now();
 	s->t_ready = s->vm->first_entry;
 	switch (why) {
@@ -443,7 +451,14 @@ static void run_exit(struct run_state *s)
 	 * one that ended the run does not. libzvmm logs a failure.
 	 */
 	zvmm_guest_rearm(s->g);
-	(void)!zvmm_guest_exit(s->g);
+	/* A signal between the run's end and the rearm was cleared by it. */
+	if (vmm_sigwatch_count(&s->w) != s->sigs_at_end)
+		zvmm_guest_cancel(s->g);
+	if (zvmm_guest_exit(s->g) == -ECANCELED &&
+	    vmm_sigwatch_count(&s->w) != s->sigs_at_end) {
+		pr_err("interrupted during the pool's on_exit: no state record was written");
+		s->status = EXIT_INTERRUPTED;
+	}
 	zvmm_guest_stats(s->g, &f.z);
 	if (s->o.a.verbose)
 		vmm_report_phases(stderr, &f);
@@ -457,7 +472,12 @@ static void run_exit(struct run_state *s)
 
 static void run_cleanup(struct run_state *s)
 {
-	vmm_sigwatch_end(&s->w);
+	/*
+	 * No callback may see the VM or the guest go; a signal from here
+	 * waits, blocked, until the process has undone all of it and exits
+	 * with its status (the mask is never restored).
+	 */
+	vmm_sigwatch_stop(&s->w);
 	if (s->dev_init)
 		vmm_devices_fini(&s->dev);
 	vmm_vm_destroy(s->vm);

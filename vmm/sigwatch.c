@@ -30,21 +30,23 @@ static void *watch(void *arg)
 		if (read(w->sfd, &si, sizeof(si)) != sizeof(si))
 			continue;
 		sig = (int)si.ssi_signo;
-		if (!__atomic_load_n(&w->sig, __ATOMIC_ACQUIRE))
-			__atomic_store_n(&w->sig, sig, __ATOMIC_RELEASE);
+		/* seq_cst: against the launch publishing what to stop. */
+		if (!__atomic_load_n(&w->sig, __ATOMIC_SEQ_CST))
+			__atomic_store_n(&w->sig, sig, __ATOMIC_SEQ_CST);
+		__atomic_add_fetch(&w->count, 1, __ATOMIC_SEQ_CST);
 		w->on_signal(w->arg, sig);
 	}
 	return NULL;
 }
 
-void vmm_sigwatch_block(struct vmm_sigwatch *w)
+void vmm_sigwatch_block(void)
 {
 	sigset_t set;
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, &w->old);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 
 int vmm_sigwatch_start(struct vmm_sigwatch *w)
@@ -77,10 +79,15 @@ fail:
 
 int vmm_sigwatch_seen(struct vmm_sigwatch *w)
 {
-	return __atomic_load_n(&w->sig, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&w->sig, __ATOMIC_SEQ_CST);
 }
 
-static void sigwatch_stop(struct vmm_sigwatch *w)
+unsigned int vmm_sigwatch_count(struct vmm_sigwatch *w)
+{
+	return __atomic_load_n(&w->count, __ATOMIC_SEQ_CST);
+}
+
+void vmm_sigwatch_stop(struct vmm_sigwatch *w)
 {
 	uint64_t one = 1;
 
@@ -96,11 +103,4 @@ static void sigwatch_stop(struct vmm_sigwatch *w)
 		w->started = 0;
 		__atomic_store_n(&w->stop, 0, __ATOMIC_RELEASE);
 	}
-}
-
-int vmm_sigwatch_end(struct vmm_sigwatch *w)
-{
-	sigwatch_stop(w);
-	pthread_sigmask(SIG_SETMASK, &w->old, NULL);
-	return __atomic_load_n(&w->sig, __ATOMIC_ACQUIRE);
 }

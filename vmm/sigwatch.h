@@ -15,20 +15,27 @@ struct vmm_sigwatch {
 	void (*on_signal)(void *arg, int sig);
 	void *arg;
 	int sig; /* the first signal seen, 0 if none */
+	unsigned int count; /* signals seen */
 	int stop;
 	int sfd, efd; /* signalfd of SIGINT/SIGTERM; eventfd to stop it */
 	pthread_t thread;
-	sigset_t old;
 	int started;
 };
 
-void vmm_sigwatch_block(struct vmm_sigwatch *w);
+void vmm_sigwatch_block(void);
 int vmm_sigwatch_start(struct vmm_sigwatch *w)
 	__attribute__((warn_unused_result));
 /* The first signal the watcher took, 0 if none (any thread). */
 int vmm_sigwatch_seen(struct vmm_sigwatch *w);
 
-/* Stops the watcher and restores the signal mask; returns the signal. */
-int vmm_sigwatch_end(struct vmm_sigwatch *w);
+/* How many signals it took so far (any thread). */
+unsigned int vmm_sigwatch_count(struct vmm_sigwatch *w);
+
+/*
+ * Stops the watcher: no callback runs after it, and the signals stay
+ * blocked, so one that comes now waits, pending, instead of killing the
+ * process half way through its cleanup.
+ */
+void vmm_sigwatch_stop(struct vmm_sigwatch *w);
 
 #endif

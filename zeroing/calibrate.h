@@ -159,8 +159,8 @@ int zero_profile_read(const char *path, struct zero_profile *p, int *line)
 	__attribute__((warn_unused_result));
 
 /*
- * Where the profile of this machine is kept: $ZVMM_CACHE_DIR, else
- * /var/cache/zvmm for root, else $XDG_CACHE_HOME/zvmm or ~/.cache/zvmm;
+ * Where the profile of this machine is kept: the zvmm program's
+ * $ZVMM_CACHE_DIR (program_getenv()), else /var/cache/zvmm for root, else $XDG_CACHE_HOME/zvmm or ~/.cache/zvmm;
  * the file is calibration.ini. `zvmm calibrate` writes it, and
  * backend=auto writes it after measuring when it had no valid one.
  */

@@ -34,6 +34,7 @@ struct zero_guest {
 	bool demand_open;
 	bool quiet;
 	bool started, stopped;
+	bool exited; /* the guest mapping is PROT_NONE */
 	bool record_clean, record_written;
 	uint64_t foreign_pages; /* allocated behind zvmm's back, found */
 	struct stat stamped; /* the pool, once this launch stamped it */
@@ -389,6 +390,11 @@ int zero_guest_access(struct zero_guest *g, uint64_t offset, uint64_t bytes,
 	uint64_t first, end;
 	int ret;
 
+	if (g->exited) {
+		snprintf(err, len,
+			 "the guest has exited: its memory is no one's to touch now");
+		return -EINVAL;
+	}
 	if (offset > m->bytes || bytes > m->bytes - offset) {
 		snprintf(
 			err, len,
@@ -518,6 +524,20 @@ int zero_guest_exit(struct zero_guest *g, char *err, size_t len)
 			 strerror(-ret));
 		return ret;
 	}
+	/*
+	 * No one writes the guest mapping from here: a VMM thread that
+	 * outlived the guest would write into a pool on_exit may be about to
+	 * record as zero (hugetlbfs moves no time stamp for a write through
+	 * a mapping), and reading a hole would wait on a userfaultfd no one
+	 * serves now. It faults instead; on_exit works on the alias.
+	 */
+	if (!g->exited && mprotect(m->guest, m->bytes, PROT_NONE)) {
+		ret = -errno;
+		snprintf(err, len, "cannot close the guest mapping: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	g->exited = true;
 	if (g->demand_open)
 		foreign += g->demand.foreign_pages;
 	g->foreign_pages = foreign;

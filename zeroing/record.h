@@ -19,7 +19,8 @@
  * (which another process's mmap(2) or read(2) of the file moves, where
  * the mount keeps access times). It lives outside the pool (hugetlbfs
  * files cannot be written with write(2)) in the state directory:
- * $ZVMM_STATE_DIR, else /var/lib/zvmm for root, else $XDG_STATE_HOME/zvmm
+ * the guest's [pool] state_dir, else the zvmm program's $ZVMM_STATE_DIR
+ * (program_getenv()), else /var/lib/zvmm for root, else $XDG_STATE_HOME/zvmm
  * or ~/.local/state/zvmm (environment read with secure_getenv()), named
  * after the file's device and inode. A directory outside the trust
  * boundary (not owned by the euid or root, or writable by group or

@@ -174,7 +174,10 @@ struct zvmm_mem {
  * did before them; a struct whose flags or reserved words this library
  * does not know is refused with -EINVAL. Programs built against 0.1
  * (whose struct ended at fd) keep working: the library has their
- * functions under symbol version ZVMM_0.
+ * functions under symbol version ZVMM_0. A binding that looks functions
+ * up at run time asks for the version it was written for:
+ * dlvsym(h, "zvmm_guest_open", "ZVMM_0.2") (plain dlsym() finds the
+ * newest).
  */
 ZVMM_API void zvmm_mem_init(struct zvmm_mem *m, uint64_t bytes,
 			    uint64_t page_bytes);
@@ -285,7 +288,8 @@ ZVMM_API int zvmm_guest_open(const struct zvmm_mem *mem,
 
 /*
  * The guest mapping: give [*addr, *addr + *bytes) to KVM as guest
- * memory (KVM_SET_USER_MEMORY_REGION). Valid until zvmm_guest_close().
+ * memory (KVM_SET_USER_MEMORY_REGION). Mapped until zvmm_guest_close(),
+ * and PROT_NONE from zvmm_guest_exit() on: no thread touches it then.
  * Never read or write it from the VMM before zvmm_guest_prepare(): a
  * write there is the guest's, and a read may wait for a fault that no
  * one serves.
@@ -445,7 +449,9 @@ ZVMM_API int zvmm_guest_stop(struct zvmm_guest *g);
 /*
  * The guest has exited and no vCPU is left (its threads are joined): the
  * serving ends, every page the guest could have written is its data from
- * now on; then on_exit (release, keep, or
+ * now on, and the guest mapping becomes PROT_NONE (a thread that still
+ * touches it faults, rather than write into a pool about to be recorded
+ * zero; zvmm_guest_access() is -EINVAL); then on_exit (release, keep, or
  * scrub and record the pool as zero). 0, -ECANCELED, or a negative
  * errno; on failure no record is written and the next open scrubs.
  */

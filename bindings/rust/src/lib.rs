@@ -553,6 +553,9 @@ pub struct Guest {
     // EINVAL, but read without a lock against prepare on another thread;
     // this flag, set once prepare returned, keeps that race out.
     prepared: AtomicBool,
+    // Set when exit is called: the library makes the mapping PROT_NONE
+    // then, and the vm-memory adapter finds no region from here on.
+    exited: AtomicBool,
     lifecycle: Mutex<Callbacks>,
 }
 
@@ -603,6 +606,7 @@ impl Guest {
             bytes: layout.bytes,
             page_bytes: layout.page_bytes,
             prepared: AtomicBool::new(false),
+            exited: AtomicBool::new(false),
             lifecycle: Mutex::new(Callbacks::default()),
         })
     }
@@ -704,6 +708,12 @@ impl Guest {
         self.prepared.load(Ordering::Acquire)
     }
 
+    /// Whether [`Guest::exit`] was called: the guest memory is no one's
+    /// to touch from then on (the library made it PROT_NONE).
+    pub fn is_exited(&self) -> bool {
+        self.exited.load(Ordering::Acquire)
+    }
+
     /// Makes guest memory [@offset, @offset + @bytes) safe for the VMM's
     /// own threads to read and write (whole pages, rounded out): a page
     /// the guest does not have yet is made zero and mapped, one it has is
@@ -713,7 +723,12 @@ impl Guest {
     /// Any thread, the serving one included. EINVAL: out of range, or
     /// before prepare.
     pub fn access(&self, offset: u64, bytes: u64) -> Result<()> {
-        if !self.is_prepared() {
+        // From a callback on the serving thread, which holds the lock
+        // access() serialises with: it would wait on itself.
+        if IN_CALLBACK.with(|c| c.get()) > 0 {
+            return Err(Error::new("zvmm_guest_access", libc::EDEADLK));
+        }
+        if !self.is_prepared() || self.is_exited() {
             return Err(Error::new("zvmm_guest_access", libc::EINVAL));
         }
         check("zvmm_guest_access", unsafe {
@@ -810,12 +825,14 @@ impl Guest {
         check("zvmm_guest_stop", unsafe { sys::zvmm_guest_stop(self.raw.as_ptr()) }).map(|_| ())
     }
 
-    /// The guest has exited and no vCPU is left: serving ends, then the
-    /// policy's on_exit (release, keep, or scrub and record the pool).
-    /// From here the memory is the pool's again: what it reads depends
-    /// on on_exit, and a VMM has nothing left to read there.
+    /// The guest has exited and no vCPU is left: serving ends, the
+    /// guest mapping becomes PROT_NONE, then the policy's on_exit
+    /// (release, keep, or scrub and record the pool). From here the
+    /// memory is the pool's again: [`Guest::access`] is EINVAL and the
+    /// vm-memory adapter finds no region.
     pub fn exit(&self) -> Result<()> {
         let _cbs = self.lock("zvmm_guest_exit")?;
+        self.exited.store(true, Ordering::Release);
         check("zvmm_guest_exit", unsafe { sys::zvmm_guest_exit(self.raw.as_ptr()) }).map(|_| ())
     }
 

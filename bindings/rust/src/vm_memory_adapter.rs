@@ -169,6 +169,10 @@ impl<G: GuestHolder> GuestMemory for ZvmmMemory<G> {
     }
 
     fn find_region(&self, addr: GuestAddress) -> Option<&GuestRegionMmap> {
+        // After exit the mapping is PROT_NONE: an error, not a fault.
+        if self.holder.guest().is_exited() {
+            return None;
+        }
         self.mem.find_region(addr)
     }
 

@@ -227,6 +227,10 @@ fn tenant_mapping(mode: &str) {
 
     guest.stop().unwrap();
     guest.exit().unwrap();
+    // After exit the memory is no one's: reads and access are refused,
+    // none reaches the PROT_NONE mapping.
+    assert!(ram.read_obj::<u64>(GuestAddress(BOOT)).is_err(), "{}: read after exit", test);
+    assert!(ram.access(GuestAddress(0), 8).is_err(), "{}: access after exit", test);
     let s = guest.stats().unwrap();
     eprintln!(
         "zvmm-rust: {}: passed; open {:.1} ms, prepare {:.1} ms, probes {:.1} ms, vCPU {:.1} ms, \
