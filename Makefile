@@ -79,11 +79,14 @@ LIB_SRCS := $(wildcard lib/*.c)
 ARCH_SRCS := $(wildcard $(ARCH_DIR)/*.c $(ARCH_DIR)/*.S) arch/generic/clear.c
 ZERO_SRCS := $(wildcard zeroing/*.c)
 API_SRCS := $(wildcard api/*.c)
+# zvmmd's wire format: the daemon's, and libzvmm's as its client.
+PROTO_SRCS := service/proto.c
+ZVMMD_SRCS := service/zvmmd.c service/config.c
 BENCH_SRCS := $(wildcard bench/*.c)
-LIBZ_SRCS := $(LIB_SRCS) $(ARCH_SRCS) $(ZERO_SRCS) $(API_SRCS)
+LIBZ_SRCS := $(LIB_SRCS) $(ARCH_SRCS) $(ZERO_SRCS) $(API_SRCS) $(PROTO_SRCS)
 CORE_SRCS := $(LIBZ_SRCS) $(BENCH_SRCS)
 MAIN_SRCS := $(wildcard vmm/*.c) vmm/guest_image.S
-TEST_SRCS := $(wildcard tests/test_*.c) tests/helpers.c
+TEST_SRCS := $(wildcard tests/test_*.c) tests/helpers.c service/config.c
 STRESS := $(O)/tests/stress-pool
 MODEL := $(O)/tests/model-life
 HOSTILE_ELF := $(O)/guest/hostile.elf
@@ -109,7 +112,9 @@ ARM64_TEST := $(O)/tests/arm64/test-arm64
 	static-check \
 	format fuzz fuzz-seeds fuzz-smoke fuzz-run FORCE
 
-all: $(O)/zvmm $(HOSTILE_ELF) lib
+ZVMMD := $(O)/zvmmd
+
+all: $(O)/zvmm $(ZVMMD) $(HOSTILE_ELF) lib
 
 # libzvmm: the engine behind include/zvmm/zvmm.h, shared (soname
 # libzvmm.so.$(ZVMM_SOVERSION), only the zvmm_* API exported: the version
@@ -157,6 +162,11 @@ $(LIBZ_A): $(LIBZ_A_OBJS)
 # variables, Debian's multiarch LIBDIR from debian/rules.
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+# /etc for a system install (PREFIX=/usr), else under the prefix.
+SYSCONFDIR ?= $(if $(filter /usr,$(PREFIX)),/etc,$(PREFIX)/etc)
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+DOCDIR ?= $(DATADIR)/doc/zvmm
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 DATADIR ?= $(PREFIX)/share
@@ -189,6 +199,16 @@ install: all
 		$(DESTDIR)$(DATADIR)/zvmm/udev $(DESTDIR)$(MANDIR)/man1 \
 		$(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man5
 	install -m 0755 $(O)/zvmm $(DESTDIR)$(BINDIR)/zvmm
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(SYSCONFDIR)/zvmm \
+		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(DOCDIR) \
+		$(DESTDIR)$(MANDIR)/man8
+	install -m 0755 $(ZVMMD) $(DESTDIR)$(SBINDIR)/zvmmd
+	install -m 0644 dist/zvmmd.conf $(DESTDIR)$(SYSCONFDIR)/zvmm/zvmmd.conf
+	install -m 0644 dist/systemd/zvmmd.service dist/systemd/zvmmd.socket \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/
+	install -m 0644 docs/zvmmd-protocol.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 man/zvmmd.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 man/zvmmd.conf.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 $(LIBZ_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(notdir $(LIBZ_SO)) $(DESTDIR)$(LIBDIR)/$(LIBZ_SONAME)
 	ln -sf $(LIBZ_SONAME) $(DESTDIR)$(LIBDIR)/libzvmm.so
@@ -207,6 +227,12 @@ install: all
 	install -m 0644 man/zvmm.conf.5 $(DESTDIR)$(MANDIR)/man5/
 
 uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/zvmmd $(DESTDIR)$(SYSCONFDIR)/zvmm/zvmmd.conf \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/zvmmd.service \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/zvmmd.socket \
+		$(DESTDIR)$(DOCDIR)/zvmmd-protocol.md \
+		$(DESTDIR)$(MANDIR)/man8/zvmmd.8 $(DESTDIR)$(MANDIR)/man5/zvmmd.conf.5
+	-rmdir $(DESTDIR)$(SYSCONFDIR)/zvmm $(DESTDIR)$(DOCDIR) 2>/dev/null
 	rm -f $(DESTDIR)$(BINDIR)/zvmm \
 		$(DESTDIR)$(LIBDIR)/$(notdir $(LIBZ_SO)) \
 		$(DESTDIR)$(LIBDIR)/$(LIBZ_SONAME) \
@@ -231,6 +257,11 @@ example: examples/embed.c examples/minivmm.c
 include bindings/rust/rust.mk
 
 $(O)/zvmm: $(CORE_OBJS) $(MAIN_OBJS)
+	$(quiet) LD $@
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# zvmmd: the host service that keeps hugepage memory zeroed ahead of time.
+$(ZVMMD): $(call obj,$(ZVMMD_SRCS)) $(LIBZ_OBJS)
 	$(quiet) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -376,12 +407,12 @@ abi-check: lib
 			exit 1; fi; \
 	else echo "abi-check: skipped: no abidiff (make deps: abigail-tools)"; fi
 
-test-unit: $(O)/zvmm $(HOSTILE_ELF) $(TEST_RUNNER) $(STRESS) $(MODEL) lib \
+test-unit: $(O)/zvmm $(ZVMMD) $(HOSTILE_ELF) $(TEST_RUNNER) $(STRESS) $(MODEL) lib \
 		header-cxx abi-check static-check rust-sys-check
 	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(STRESS) $(STRESS_SEEDS)
 	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(MODEL) $(MODEL_SEEDS)
 	$(Q)rm -rf $(O)/test-cache
-	$(Q)ZVMM_BIN=$(O)/zvmm ZVMM_CACHE_DIR=$(abspath $(O))/test-cache \
+	$(Q)ZVMM_BIN=$(O)/zvmm ZVMMD_BIN=$(O)/zvmmd ZVMM_CACHE_DIR=$(abspath $(O))/test-cache \
 		ZVMM_LIB=$(abspath $(TEST_LIB)) \
 		TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
 		$(TEST_RUNNER) -j1 $(TEST_ARGS)
@@ -424,7 +455,7 @@ bench-demand: $(O)/zvmm $(O)/bench/poison
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 20
 FUZZ_O := build/fuzz
-FUZZ_TARGETS := size policy pvh report record
+FUZZ_TARGETS := size policy pvh report record zvmmd
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
 FUZZ_CFLAGS := -O1 -g -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -MMD -MP \
@@ -437,6 +468,7 @@ FUZZ_policy_SRCS := zeroing/policy.c lib/size.c lib/file.c lib/inibuf.c
 FUZZ_pvh_SRCS := vmm/pvh.c vmm/kvm.c lib/log.c lib/inject.c lib/clock.c
 FUZZ_report_SRCS := vmm/devices.c vmm/kvm.c lib/log.c lib/inject.c lib/clock.c
 FUZZ_record_SRCS := zeroing/record.c lib/file.c lib/inibuf.c lib/safefile.c lib/log.c
+FUZZ_zvmmd_SRCS := service/proto.c
 FUZZ_BINS := $(addprefix $(FUZZ_O)/,$(FUZZ_TARGETS))
 FUZZ_SEEDS_PVH := $(FUZZ_O)/seeds/pvh/.stamp
 

@@ -287,7 +287,7 @@ static int mem_opts(const struct zvmm_mem *mem, struct zero_mem_opts *o)
 	for (size_t i = 0; i < sizeof(mem->reserved) / sizeof(mem->reserved[0]);
 	     i++)
 		unknown |= mem->reserved[i];
-	if (mem->flags || unknown) {
+	if ((mem->flags & ~ZVMM_MEM_SERVICE) || unknown) {
 		pr_err("struct zvmm_mem has flags 0x%x or reserved words this libzvmm (%s) does not know: start it with zvmm_mem_init(), or run the newer libzvmm the program was built for",
 		       mem->flags, ZVMM_VERSION);
 		return -EINVAL;
@@ -295,6 +295,17 @@ static int mem_opts(const struct zvmm_mem *mem, struct zero_mem_opts *o)
 	if (mem->pool_path && mem->fd >= 0) {
 		pr_err("guest memory is a pool file or a caller's fd, not both");
 		return -EINVAL;
+	}
+	if ((mem->flags & ZVMM_MEM_SERVICE) && mem->fd >= 0) {
+		pr_err("guest memory is leased from zvmmd (ZVMM_MEM_SERVICE) or a caller's fd, not both");
+		return -EINVAL;
+	}
+	if (mem->flags & ZVMM_MEM_SERVICE) {
+		*o = (struct zero_mem_opts){ .bytes = mem->bytes,
+					     .page_bytes = mem->page_bytes,
+					     .service = true,
+					     .service_path = mem->pool_path };
+		return 0;
 	}
 	*o = (struct zero_mem_opts){ .bytes = mem->bytes,
 				     .page_bytes = mem->page_bytes,
@@ -915,6 +926,8 @@ void zvmm_guest_stats(struct zvmm_guest *v, struct zvmm_stats *s)
 	s->exit_bytes = r.exit_bytes;
 	s->exit_seconds = r.exit_seconds;
 	s->foreign_pages = r.foreign_pages;
+	s->service_zero_bytes = r.service_zero_bytes;
+	s->service_empty_bytes = r.service_empty_bytes;
 }
 
 int zvmm_guest_stats_json(struct zvmm_guest *v, char *buf, size_t len)

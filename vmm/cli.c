@@ -197,6 +197,10 @@ static const struct cli_row {
 	    "write DIR/bench-gbps.svg (needs gnuplot)"),
 	OPT("out", 'o', CLI_OUT, "FILE|-",
 	    "write the profile to FILE; '-' prints it"),
+	OPT("socket", 'u', CLI_SOCKET, "PATH",
+	    "zvmmd's socket (default /run/zvmm/zvmmd.sock)"),
+	OPT("pool-service", 'V', CLI_POOL_SERVICE, NULL,
+	    "lease the memory from zvmmd, the host's zeroing service (zvmmd(8)): zeroed ahead where it has chunks, the rest zeroed as the policy says"),
 #undef OPT
 #undef OPT_NUM
 };
@@ -401,6 +405,11 @@ static int parse_one(int c, const char *arg, struct cli_args *a)
 	case 'o':
 		a->out = arg;
 		return 0;
+	case 'u':
+		a->socket = arg;
+		return 0;
+	case 'V':
+		return 0; /* a flag: a->given says it */
 	case 'q':
 		a->quiet = true;
 		return 0;

@@ -84,6 +84,8 @@ enum {
 	CLI_BACKENDS = 1u << 17, /* --backends LIST */
 	CLI_PLOT = 1u << 18, /* --plot DIR */
 	CLI_OUT = 1u << 19, /* --out FILE|- */
+	CLI_SOCKET = 1u << 20, /* --socket PATH */
+	CLI_POOL_SERVICE = 1u << 21, /* --pool-service */
 };
 
 /* A verb's own words for one of its options (the row's are general). */
@@ -104,7 +106,7 @@ struct cli_verb {
 struct cli_args {
 	uint64_t mem, page_bytes, size;
 	const char *pool, *policy, *json, *guest, *cmdline, *serial, *kvm;
-	const char *backends, *plot, *out;
+	const char *backends, *plot, *out, *socket;
 	struct cli_sets sets;
 	unsigned int vcpus, reps;
 	double timeout; /* seconds, 0: none */
@@ -130,6 +132,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_prezero(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
+int cmd_pool(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 
 #endif

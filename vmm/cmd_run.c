@@ -60,9 +60,9 @@ static const struct cli_text run_texts[] = {
 static const struct cli_verb run_verb = {
 	.name = "run",
 	.accepts = CLI_MEM | CLI_HUGEPAGES | CLI_POLICY | CLI_SET | CLI_VCPUS |
-		   CLI_GUEST | CLI_CMDLINE | CLI_POOL | CLI_JSON | CLI_SERIAL |
-		   CLI_QUIET | CLI_VERBOSE | CLI_KVM | CLI_RESERVE |
-		   CLI_TIMEOUT,
+		   CLI_GUEST | CLI_CMDLINE | CLI_POOL | CLI_POOL_SERVICE |
+		   CLI_SOCKET | CLI_JSON | CLI_SERIAL | CLI_QUIET |
+		   CLI_VERBOSE | CLI_KVM | CLI_RESERVE | CLI_TIMEOUT,
 	.required = CLI_MEM,
 	.what = "Boots a PVH guest (by default the built-in touch guest) on hugepage\n"
 		"memory zeroed by the policy (default: hybrid), and reports the launch\n"
@@ -88,6 +88,17 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 		log_level = LOG_DEBUG;
 	o->mem = ZVMM_MEM_INIT(a->mem, a->page_bytes);
 	o->mem.pool_path = a->pool;
+	if (a->given & CLI_POOL_SERVICE) {
+		if (a->pool || a->reserve) {
+			pr_err("--pool-service leases zvmmd's memory: no --pool or --reserve with it");
+			return -EINVAL;
+		}
+		o->mem.flags |= ZVMM_MEM_SERVICE;
+		o->mem.pool_path = a->socket;
+	} else if (a->socket) {
+		pr_err("--socket names zvmmd's socket for --pool-service");
+		return -EINVAL;
+	}
 	return 0;
 }
 

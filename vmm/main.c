@@ -31,6 +31,7 @@ static void usage(FILE *f)
 		"  backends    list the clearing backends and whether this CPU can run them\n"
 		"  prezero     make hugepage memory (or a warm pool file) zero with the workers\n"
 		"  policy      check a zeroing policy file and print it with --set applied\n"
+		"  pool        what zvmmd, the zeroing service, holds: zvmm pool status\n"
 		"\n"
 		"  zvmm <verb> --help   options of one verb\n"
 		"  zvmm --version       print the version\n");
@@ -100,6 +101,8 @@ int main(int argc, char **argv)
 		return cmd_prezero(argc - 1, argv + 1);
 	if (!strcmp(verb, "policy"))
 		return cmd_policy(argc - 1, argv + 1);
+	if (!strcmp(verb, "pool"))
+		return cmd_pool(argc - 1, argv + 1);
 	if (!strcmp(verb, "run"))
 		return cmd_run(argc - 1, argv + 1);
 	pr_err("unknown verb '%s'; see zvmm --help", verb);

@@ -653,6 +653,10 @@ void zero_guest_report(struct zero_guest *g, struct zero_guest_report *r)
 	r->record_clean = g->record_clean;
 	r->record_written = g->record_written;
 	r->foreign_pages = g->foreign_pages;
+	if (g->mem->lease) {
+		r->service_zero_bytes = g->mem->lease->zero_bytes;
+		r->service_empty_bytes = g->mem->lease->empty_bytes;
+	}
 	r->on_exit = g->exit_action;
 	r->exit_bytes = g->exit_bytes;
 	r->exit_seconds = g->exit_seconds;

@@ -71,6 +71,7 @@ struct zero_guest_report {
 	/* pages another process allocated behind zvmm's back, found during
 	 * the run (a MINOR fault on a FRESH page) or at exit */
 	uint64_t foreign_pages;
+	uint64_t service_zero_bytes, service_empty_bytes;
 	const char *on_exit; /* what on_exit did: NULL when not applied */
 	uint64_t exit_bytes;
 	double exit_seconds;

@@ -216,6 +216,9 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 				    path, sizeof(path)));
 		return -EINVAL;
 	}
+	/* zvmmd holds the pages, and says what it cannot give. */
+	if (o->service)
+		return 0;
 	nfree = read_count(o->page_bytes, "free_hugepages");
 	resv = read_count(o->page_bytes, "resv_hugepages");
 	if (nfree < 0) {
@@ -528,9 +531,7 @@ err_errno:
 	return -e;
 }
 
-/* The first process other than this one that has @st's file open or
- * mapped, from /proc (as fuser(1) finds it), and its name. */
-static long find_holder(const struct stat *st, char *comm, size_t len)
+long zero_file_holder(const struct stat *st, char *comm, size_t len)
 {
 	long self = (long)getpid(), found = -1;
 	struct dirent *de;
@@ -624,7 +625,7 @@ int zero_mem_check_alone(const struct zero_mem *m, char *err, size_t len)
 	}
 	if (fstat(m->fd, &st))
 		return -errno;
-	pid = find_holder(&st, comm, sizeof(comm));
+	pid = zero_file_holder(&st, comm, sizeof(comm));
 	/* No lease to be had here (leases disabled): /proc alone answers. */
 	if (pid < 0 && e != EAGAIN)
 		return 0;
@@ -707,6 +708,98 @@ err_errno:
 	return -e;
 }
 
+/*
+ * One range of @m->bytes (aligned to the page, reserved PROT_NONE) with
+ * the lease's chunks mapped into it side by side: KVM sees one memslot,
+ * each chunk stays its own file.
+ */
+static char *map_chunks(struct zero_mem *m, char **res)
+{
+	const struct zero_lease *l = m->lease;
+	uint64_t off = 0, page = m->page_bytes;
+	char *base;
+
+	*res = mmap(NULL, m->res_len, PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (*res == MAP_FAILED)
+		return MAP_FAILED;
+	base = (char *)(((uintptr_t)*res + page - 1) & ~(uintptr_t)(page - 1));
+	for (unsigned int i = 0; i < l->nr && off < m->bytes; i++) {
+		uint64_t n = l->ent[i].bytes < m->bytes - off ?
+				     l->ent[i].bytes :
+				     m->bytes - off;
+
+		if (mmap(base + off, n, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, l->fd[i], 0) == MAP_FAILED)
+			return MAP_FAILED;
+		off += n;
+	}
+	if (off != m->bytes) {
+		errno = EPROTO; /* zvmmd leased less than it said */
+		return MAP_FAILED;
+	}
+	return base;
+}
+
+/*
+ * Guest memory leased from zvmmd: mapped twice from its chunks, each
+ * page as the lease says: a filled chunk's are zero (zvmmd allocated and
+ * the kernel zeroed them, in a directory only zvmmd reaches), an empty
+ * chunk's are holes the kernel zeroes at first touch.
+ */
+static int create_leased(const struct zero_mem_opts *o, struct zero_mem *m,
+			 char *err, size_t len)
+{
+	uint64_t off = 0;
+	int ret;
+
+	m->lease = calloc(1, sizeof(*m->lease));
+	if (!m->lease)
+		return -ENOMEM;
+	m->lease->sock = -1;
+	ret = zero_service_lease(o->service_path, o->bytes, o->page_bytes,
+				 m->lease, err, len);
+	if (ret)
+		return ret;
+	snprintf(m->path, sizeof(m->path), "zvmmd %s",
+		 o->service_path ? o->service_path : ZERO_SERVICE_SOCKET);
+	m->res_len = m->bytes + m->page_bytes;
+	m->guest = map_chunks(m, &m->guest_res);
+	if (m->guest != MAP_FAILED)
+		m->alias = map_chunks(m, &m->alias_res);
+	if (m->guest == MAP_FAILED || m->alias == MAP_FAILED) {
+		ret = -errno;
+		snprintf(err, len, "cannot map the chunks zvmmd leased: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	if (madvise(m->guest, m->bytes, MADV_DONTFORK) ||
+	    madvise(m->alias, m->bytes, MADV_DONTFORK)) {
+		ret = -errno;
+		snprintf(err, len, "madvise(MADV_DONTFORK): %s",
+			 strerror(-ret));
+		return ret;
+	}
+	ret = zero_pages_create(m->nr_pages, ZP_FRESH, &m->pages);
+	if (ret) {
+		snprintf(err, len, "cannot allocate the page state table");
+		return ret;
+	}
+	for (unsigned int i = 0; i < m->lease->nr && off < m->bytes; i++) {
+		uint64_t end = off + m->lease->ent[i].bytes;
+
+		for (uint64_t p = off / m->page_bytes;
+		     m->lease->ent[i].state == ZVMMD_CHUNK_ZERO &&
+		     p < end / m->page_bytes && p < m->nr_pages;
+		     p++)
+			if (zero_page_move(m->pages, p, ZP_FRESH, ZP_ZEROING) ||
+			    zero_page_move(m->pages, p, ZP_ZEROING, ZP_ZERO))
+				return -EINVAL;
+		off = end;
+	}
+	return 0;
+}
+
 int zero_mem_create(const struct zero_mem_opts *o, struct zero_mem **out,
 		    char *err, size_t len)
 {
@@ -728,6 +821,13 @@ int zero_mem_create(const struct zero_mem_opts *o, struct zero_mem **out,
 	m->page_bytes = o->page_bytes;
 	m->nr_pages = o->bytes / o->page_bytes;
 
+	if (o->service) {
+		ret = create_leased(o, m, err, len);
+		if (ret)
+			goto fail;
+		*out = m;
+		return 0;
+	}
 	ret = open_backing(o, m, err, len);
 	if (ret)
 		goto fail;
@@ -822,6 +922,16 @@ void zero_mem_destroy(struct zero_mem *m)
 {
 	if (!m)
 		return;
+	if (m->lease) {
+		/* The reserved ranges, the chunks mapped in them included. */
+		if (m->alias_res && m->alias_res != MAP_FAILED)
+			munmap(m->alias_res, m->res_len);
+		if (m->guest_res && m->guest_res != MAP_FAILED)
+			munmap(m->guest_res, m->res_len);
+		m->alias = m->guest = MAP_FAILED;
+		zero_service_release(m->lease);
+		free(m->lease);
+	}
 	if (m->alias != MAP_FAILED && m->alias)
 		munmap(m->alias, m->bytes);
 	if (m->guest != MAP_FAILED && m->guest)

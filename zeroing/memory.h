@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "service.h"
+
 #include "pages.h"
 #include "request.h"
 
@@ -36,6 +38,11 @@ struct zero_mem {
 	char name[NAME_MAX + 1]; /* a named pool's name in dirfd */
 	/* the state records' directory, "" = the default (record.c) */
 	char state_dir[256];
+	/* leased from zvmmd: its chunks, and the two reserved ranges the
+	 * guest and alias mappings are made of (res_len bytes each) */
+	struct zero_lease *lease;
+	char *guest_res, *alias_res;
+	uint64_t res_len;
 };
 
 /*
@@ -88,6 +95,13 @@ static inline char *zero_mem_guest_page(const struct zero_mem *m, uint64_t i)
 }
 
 /* Hugepages the file holds now (allocated in the kernel's page cache). */
+/*
+ * The first process other than this one that has @st's file open or
+ * mapped, from /proc (as fuser(1) finds it), and its name in @comm; -1
+ * when none. It cannot see an fd in flight in a unix socket's queue.
+ */
+long zero_file_holder(const struct stat *st, char *comm, size_t len);
+
 uint64_t zero_mem_allocated_pages(const struct zero_mem *m);
 
 /*

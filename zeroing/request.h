@@ -22,6 +22,13 @@ struct zero_mem_opts {
 	bool has_fd;
 	int fd;
 	/*
+	 * Leased from zvmmd (service/, docs/zvmmd-protocol.md) at
+	 * @service_path (NULL: its default socket): chunks mapped side by
+	 * side; pool_path is then NULL.
+	 */
+	bool service;
+	const char *service_path;
+	/*
 	 * Tests only: a shmem memfd with "pages" of any multiple of 4 KiB,
 	 * so the pool's threading can be exercised without hugepages.
 	 */

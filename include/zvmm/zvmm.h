@@ -155,12 +155,21 @@ ZVMM_API void zvmm_policy_free(struct zvmm_policy *p);
  *    duplicates the fd; the caller keeps and closes its own.
  * A pool is locked (flock(2)) while open: a second open fails -EBUSY.
  */
+/*
+ * flags: ZVMM_MEM_SERVICE: leased from zvmmd, the host's zeroing service
+ * (zvmmd(8)), whose socket pool_path names (NULL: /run/zvmm/zvmmd.sock):
+ * chunks it zeroed ahead of time, and, when it has too few, chunks the
+ * kernel zeroes at first touch (zvmm_stats says how much of each). The
+ * lease ends at zvmm_guest_close(). Since 0.2.
+ */
+#define ZVMM_MEM_SERVICE (1u << 0)
+
 struct zvmm_mem {
 	uint64_t bytes; /* a multiple of page_bytes */
 	uint64_t page_bytes; /* ZVMM_PAGE_2M or ZVMM_PAGE_1G */
-	const char *pool_path;
+	const char *pool_path; /* a pool file, or zvmmd's socket */
 	int fd; /* -1: none */
-	uint32_t flags; /* none defined yet: 0 (since 0.2) */
+	uint32_t flags; /* ZVMM_MEM_*, 0: none (since 0.2) */
 	uint64_t reserved[6]; /* zero; room for fields to come (since 0.2) */
 };
 
@@ -315,7 +324,9 @@ ZVMM_API void zvmm_guest_set_log(struct zvmm_guest *g, zvmm_guest_log_fn *fn,
  * backends, virtiofs DAX, a snapshot writer) or splits it into memslots.
  */
 struct zvmm_layout {
-	int fd; /* the memory's file; owned by the library, valid until close */
+	int fd; /* the memory's file; owned by the library, valid until close;
+		   -1 for memory leased from zvmmd (its chunks are files
+		   of their own) */
 	uint64_t offset; /* of the guest mapping's first byte in the file */
 	uint64_t bytes; /* the guest mapping's length */
 	uint64_t page_bytes; /* ZVMM_PAGE_2M or ZVMM_PAGE_1G */
@@ -511,7 +522,10 @@ struct zvmm_stats {
 	/* holes populated for faults (the kernel zeroes them on a worker's
 	 * core; not counted as scrubbed), and their bytes */
 	uint64_t fault_populated_pages, fault_populate_bytes;
-	uint64_t reserved[13]; /* zero; room for fields to come */
+	/* ZVMM_MEM_SERVICE: what zvmmd leased already zero, and as holes
+	 * the kernel zeroes at first touch (it had too few zero chunks) */
+	uint64_t service_zero_bytes, service_empty_bytes;
+	uint64_t reserved[11]; /* zero; room for fields to come */
 };
 
 /*

@@ -11,6 +11,7 @@ pub const ZVMM_VERSION_PATCH: u32 = 0;
 pub const ZVMM_VERSION: &[u8; 6usize] = b"0.2.0\0";
 pub const ZVMM_PAGE_2M: u32 = 2097152;
 pub const ZVMM_PAGE_1G: u32 = 1073741824;
+pub const ZVMM_MEM_SERVICE: u32 = 1;
 pub type __uint32_t = ::std::os::raw::c_uint;
 pub type __uint64_t = ::std::os::raw::c_ulong;
 extern "C" {
@@ -635,7 +636,9 @@ pub struct zvmm_stats {
     pub foreign_pages: u64,
     pub fault_populated_pages: u64,
     pub fault_populate_bytes: u64,
-    pub reserved: [u64; 13usize],
+    pub service_zero_bytes: u64,
+    pub service_empty_bytes: u64,
+    pub reserved: [u64; 11usize],
 }
 #[test]
 fn bindgen_test_layout_zvmm_stats() {
@@ -1363,6 +1366,40 @@ fn bindgen_test_layout_zvmm_stats() {
         );
     }
     test_field_fault_populate_bytes();
+    fn test_field_service_zero_bytes() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<zvmm_stats>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).service_zero_bytes) as usize - ptr as usize
+            },
+            352usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(zvmm_stats),
+                "::",
+                stringify!(service_zero_bytes)
+            )
+        );
+    }
+    test_field_service_zero_bytes();
+    fn test_field_service_empty_bytes() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<zvmm_stats>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).service_empty_bytes) as usize - ptr as usize
+            },
+            360usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(zvmm_stats),
+                "::",
+                stringify!(service_empty_bytes)
+            )
+        );
+    }
+    test_field_service_empty_bytes();
     fn test_field_reserved() {
         assert_eq!(
             unsafe {
@@ -1370,7 +1407,7 @@ fn bindgen_test_layout_zvmm_stats() {
                 let ptr = uninit.as_ptr();
                 ::std::ptr::addr_of!((*ptr).reserved) as usize - ptr as usize
             },
-            352usize,
+            368usize,
             concat!(
                 "Offset of field: ",
                 stringify!(zvmm_stats),

@@ -1,0 +1,773 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../lib/file.h"
+#include "../lib/inibuf.h"
+#include "../lib/safefile.h"
+#include "../lib/size.h"
+#include "../zeroing/policy.h"
+#include "config.h"
+
+/* Far more than any config needs: a bigger file is a mistake. */
+#define CONFIG_MAX_BYTES (1u << 20)
+
+/* The largest size a key takes, as a policy's rate_limit. */
+#define CONFIG_SIZE_MAX (1ULL << 50)
+
+/*
+ * A directory, NUL included: as a policy's paths, `dir = PATH` fits
+ * libinih's line, and the mounts' paths under it fit PATH_MAX.
+ */
+#define CONFIG_DIR_MAX ZERO_POLICY_PATH_MAX
+
+/* A group name as systemd and shadow take it on every distribution. */
+#define GROUP_NAME_MAX 31
+
+#define RECHECK_MIN 10
+#define RECHECK_MAX 60000
+
+static const char *const pool_sections[ZVMMD_NR_POOLS] = { "pages.2M",
+							   "pages.1G" };
+static const uint64_t pool_pages[ZVMMD_NR_POOLS] = { SZ_2M, SZ_1G };
+static const char *const priority_names[] = { "idle", "normal" };
+
+void zvmmd_config_defaults(struct zvmmd_config *c)
+{
+	/* Whole: configs compare equal to the ones their text reloads. */
+	memset(c, 0, sizeof(*c));
+	snprintf(c->socket, sizeof(c->socket), "%s", ZVMMD_DEFAULT_SOCKET);
+	snprintf(c->dir, sizeof(c->dir), "%s", ZVMMD_DEFAULT_DIR);
+	snprintf(c->group, sizeof(c->group), "%s", ZVMMD_DEFAULT_GROUP);
+	for (unsigned int i = 0; i < ZVMMD_NR_POOLS; i++) {
+		c->pool[i].page_bytes = pool_pages[i];
+		c->pool[i].chunk_bytes = SZ_1G;
+		c->pool[i].node = -1;
+	}
+	c->scrub_idle = true;
+	c->recheck_ms = 1000;
+}
+
+static bool has_control(const char *v)
+{
+	for (; *v; v++)
+		if ((unsigned char)*v < 0x20 || *v == 0x7f)
+			return true;
+	return false;
+}
+
+/*
+ * An absolute path, as a policy's path keys: a relative one would
+ * depend on the service's working directory, and what the file could
+ * not say back the same way is refused (blanks and control characters,
+ * and INI's comment characters).
+ */
+static int set_path(char *out, size_t size, size_t max, const char *v,
+		    char *err, size_t len)
+{
+	if (v[0] != '/' || strlen(v) >= max || strpbrk(v, " \t;#") ||
+	    has_control(v)) {
+		snprintf(
+			err, len,
+			"bad value '%s': expected an absolute path shorter than %zu bytes, without blanks, ';' or '#'",
+			v, max);
+		return -EINVAL;
+	}
+	memset(out, 0, size);
+	memcpy(out, v, strlen(v));
+	return 0;
+}
+
+static bool name_char(char ch, bool first)
+{
+	if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || ch == '_')
+		return true;
+	return !first && ((ch >= '0' && ch <= '9') || ch == '-');
+}
+
+/*
+ * Checked, not looked up: the group may be created after the file is
+ * written, and zvmmd resolves it when it starts.
+ */
+static int set_group(char *out, size_t size, const char *v, char *err,
+		     size_t len)
+{
+	size_t n = strlen(v);
+	bool ok = n >= 1 && n <= GROUP_NAME_MAX;
+
+	for (size_t i = 0; ok && i < n; i++)
+		ok = name_char(v[i], !i);
+	if (!ok) {
+		snprintf(
+			err, len,
+			"bad value '%s': expected a group name of 1 to %d letters, digits, '_' or '-', starting with a letter or '_'",
+			v, GROUP_NAME_MAX);
+		return -EINVAL;
+	}
+	memset(out, 0, size);
+	memcpy(out, v, n);
+	return 0;
+}
+
+/*
+ * "any" or nothing for no affinity, else CPU numbers and ascending
+ * ranges ("1", "0-3,6"), kept as written for zvmmd to apply: CPUs this
+ * machine lacks are its error when it starts, so a file reads on every
+ * machine it is copied to (as a policy's nodes).
+ */
+static int set_cpus(char *out, size_t size, const char *v, char *err,
+		    size_t len)
+{
+	const char *p = v;
+	char *end;
+
+	if (!*v || !strcmp(v, "any")) {
+		memset(out, 0, size);
+		return 0;
+	}
+	if (strlen(v) >= size) {
+		snprintf(err, len,
+			 "bad value '%s': a CPU list is at most %zu characters",
+			 v, size - 1);
+		return -EINVAL;
+	}
+	while (*p) {
+		unsigned long a, b;
+
+		if (*p < '0' || *p > '9')
+			goto bad;
+		a = strtoul(p, &end, 10);
+		b = a;
+		if (*end == '-') {
+			if (end[1] < '0' || end[1] > '9')
+				goto bad;
+			b = strtoul(end + 1, &end, 10);
+		}
+		if (b < a || b >= CPU_SETSIZE) {
+			snprintf(
+				err, len,
+				"bad CPU range in '%s': CPUs are 0 to %d, ranges ascending",
+				v, CPU_SETSIZE - 1);
+			return -EINVAL;
+		}
+		if (*end == ',' && end[1])
+			end++;
+		else if (*end)
+			goto bad;
+		p = end;
+	}
+	memset(out, 0, size);
+	memcpy(out, v, strlen(v));
+	return 0;
+bad:
+	snprintf(
+		err, len,
+		"bad value '%s': expected 'any' or a list of CPUs such as 1 or 0-3,6",
+		v);
+	return -EINVAL;
+}
+
+/* A size from @min to @max, or @word for 0 where @word is not NULL. */
+static int parse_size_or(const char *v, const char *word, uint64_t *out,
+			 uint64_t min, uint64_t max, char *err, size_t len)
+{
+	char a[32], b[32], why[200], alt[32] = "";
+	int ret;
+
+	if (word) {
+		if (!strcmp(v, word)) {
+			*out = 0;
+			return 0;
+		}
+		snprintf(alt, sizeof(alt), ", or '%s'", word);
+	}
+	ret = size_parse(v, out);
+	if (ret) {
+		snprintf(err, len, "%s%s",
+			 size_parse_error(v, ret, why, sizeof(why)), alt);
+		return -EINVAL;
+	}
+	if (*out < min || *out > max) {
+		snprintf(err, len, "'%s' is out of range: give %s to %s%s", v,
+			 size_format(min, a, sizeof(a)),
+			 size_format(max, b, sizeof(b)), alt);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * Which call of the handler last set a key that is checked against
+ * another once the file is read (0: none): its line is found then, as
+ * libinih gives a handler no line.
+ */
+struct pool_seen {
+	unsigned int chunk, low, high, max;
+};
+
+struct load_ctx {
+	struct zvmmd_config c;
+	struct pool_seen seen[ZVMMD_NR_POOLS];
+	unsigned int calls;
+	char err[384]; /* first error only, as ini_parse reports its line */
+	bool failed;
+};
+
+static int pool_index(const char *section)
+{
+	for (int i = 0; i < ZVMMD_NR_POOLS; i++)
+		if (!strcmp(section, pool_sections[i]))
+			return i;
+	return -1;
+}
+
+static int set_pool_key(struct load_ctx *x, int i, const char *key,
+			const char *v, char *err, size_t len)
+{
+	struct zvmmd_pool_cfg *p = &x->c.pool[i];
+	struct pool_seen *s = &x->seen[i];
+	char page[16];
+	uint64_t n;
+	int ret;
+
+	p->on = true;
+	if (!strcmp(key, "chunk")) {
+		ret = parse_size_or(v, NULL, &n, p->page_bytes, CONFIG_SIZE_MAX,
+				    err, len);
+		if (!ret && n % p->page_bytes) {
+			size_label(p->page_bytes, page, sizeof(page));
+			snprintf(
+				err, len,
+				"chunk '%s' is not a multiple of the %s page: give a multiple of %s",
+				v, page, page);
+			return -EINVAL;
+		}
+		if (!ret) {
+			p->chunk_bytes = n;
+			s->chunk = x->calls;
+		}
+		return ret;
+	}
+	if (!strcmp(key, "low") || !strcmp(key, "high")) {
+		ret = parse_size_or(v, "0", &n, 1, CONFIG_SIZE_MAX, err, len);
+		if (!ret && key[0] == 'l') {
+			p->low = n;
+			s->low = x->calls;
+		} else if (!ret) {
+			p->high = n;
+			s->high = x->calls;
+		}
+		return ret;
+	}
+	if (!strcmp(key, "max")) {
+		ret = parse_size_or(v, NULL, &n, 1, CONFIG_SIZE_MAX, err, len);
+		if (!ret) {
+			p->max = n;
+			s->max = x->calls;
+		}
+		return ret;
+	}
+	if (!strcmp(key, "node")) {
+		unsigned long node;
+		char *end;
+
+		if (!strcmp(v, "any")) {
+			p->node = -1;
+			return 0;
+		}
+		node = strtoul(v, &end, 10);
+		if (v[0] < '0' || v[0] > '9' || *end ||
+		    node >= ZERO_MAX_NODES) {
+			snprintf(
+				err, len,
+				"bad value '%s': expected 'any' or a node number from 0 to %d",
+				v, ZERO_MAX_NODES - 1);
+			return -EINVAL;
+		}
+		p->node = (int)node;
+		return 0;
+	}
+	snprintf(
+		err, len,
+		"unknown key '%s' in [%s]: expected chunk, low, high, max or node",
+		key, pool_sections[i]);
+	return -EINVAL;
+}
+
+static int unknown_section(const char *section, char *err, size_t len)
+{
+	if (!strncmp(section, "pages.", 6))
+		snprintf(
+			err, len,
+			"unknown page size [%s]: expected [pages.2M] or [pages.1G]",
+			section);
+	else
+		snprintf(
+			err, len,
+			"unknown section [%s]: expected [service], [pages.2M], [pages.1G], [scrub] or [quarantine]",
+			section);
+	return -EINVAL;
+}
+
+static int set_key(struct load_ctx *x, const char *section, const char *key,
+		   const char *v, char *err, size_t len)
+{
+	struct zvmmd_config *c = &x->c;
+	int i = pool_index(section);
+
+	if (i >= 0)
+		return set_pool_key(x, i, key, v, err, len);
+	if (!strcmp(section, "service")) {
+		if (!strcmp(key, "socket"))
+			return set_path(c->socket, sizeof(c->socket),
+					sizeof(c->socket), v, err, len);
+		if (!strcmp(key, "dir"))
+			return set_path(c->dir, sizeof(c->dir), CONFIG_DIR_MAX,
+					v, err, len);
+		if (!strcmp(key, "group"))
+			return set_group(c->group, sizeof(c->group), v, err,
+					 len);
+		snprintf(
+			err, len,
+			"unknown key '%s' in [service]: expected socket, dir or group",
+			key);
+		return -EINVAL;
+	}
+	if (!strcmp(section, "scrub")) {
+		if (!strcmp(key, "rate"))
+			return parse_size_or(v, "0", &c->scrub_rate, 1,
+					     CONFIG_SIZE_MAX, err, len);
+		if (!strcmp(key, "cpus"))
+			return set_cpus(c->scrub_cpus, sizeof(c->scrub_cpus), v,
+					err, len);
+		if (!strcmp(key, "priority")) {
+			if (strcmp(v, priority_names[0]) &&
+			    strcmp(v, priority_names[1])) {
+				snprintf(
+					err, len,
+					"bad value '%s': expected idle or normal",
+					v);
+				return -EINVAL;
+			}
+			c->scrub_idle = !strcmp(v, priority_names[0]);
+			return 0;
+		}
+		snprintf(
+			err, len,
+			"unknown key '%s' in [scrub]: expected rate, cpus or priority",
+			key);
+		return -EINVAL;
+	}
+	if (!strcmp(section, "quarantine")) {
+		if (!strcmp(key, "recheck")) {
+			unsigned long ms;
+			char *end;
+
+			ms = strtoul(v, &end, 10);
+			if (v[0] < '0' || v[0] > '9' || *end ||
+			    ms < RECHECK_MIN || ms > RECHECK_MAX) {
+				snprintf(
+					err, len,
+					"bad value '%s': expected a number of milliseconds from %d to %d",
+					v, RECHECK_MIN, RECHECK_MAX);
+				return -EINVAL;
+			}
+			c->recheck_ms = (unsigned int)ms;
+			return 0;
+		}
+		snprintf(err, len,
+			 "unknown key '%s' in [quarantine]: expected recheck",
+			 key);
+		return -EINVAL;
+	}
+	return unknown_section(section, err, len);
+}
+
+static int on_key(void *user, const char *section, const char *key,
+		  const char *value)
+{
+	struct load_ctx *x = user;
+	char err[384];
+
+	x->calls++;
+	if (set_key(x, section, key, value, err, sizeof(err))) {
+		if (!x->failed)
+			snprintf(x->err, sizeof(x->err), "%s", err);
+		x->failed = true;
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * The lines as libinih reads them, for what its handler is not told:
+ * sections without a key (still sections: [pages.2M] alone turns its
+ * pool on, [pages.4M] alone is an error) and the line of each handler
+ * call. Only walked over text libinih took without an error, where a
+ * line is blank, a comment, a section, a key, or an indented line after
+ * a key, which continues that key (one more handler call); blank and
+ * comment lines do not end a key for that.
+ */
+struct walk {
+	const char *text;
+	size_t len, pos;
+	int line;
+	bool after_key;
+};
+
+enum walk_item { WALK_END, WALK_SECTION, WALK_KEY };
+
+static bool is_blank(char ch)
+{
+	return ch == ' ' || (ch >= '\t' && ch <= '\r');
+}
+
+static enum walk_item walk_next(struct walk *w, char *section, size_t size)
+{
+	while (w->pos < w->len) {
+		const char *s = w->text + w->pos, *start = s, *e, *close;
+		size_t n = w->len - w->pos;
+
+		e = memchr(s, '\n', n);
+		if (e)
+			n = (size_t)(e - s) + 1;
+		w->pos += n;
+		w->line++;
+		/* A line ends at its first NUL for libinih. */
+		e = memchr(s, '\0', n);
+		if (!e)
+			e = s + n;
+		if (w->line == 1 && e - s >= 3 && !memcmp(s, "\xef\xbb\xbf", 3))
+			start += 3;
+		while (start < e && is_blank(*start))
+			start++;
+		while (e > start && is_blank(e[-1]))
+			e--;
+		if (start == e || *start == ';' || *start == '#')
+			continue;
+		if (w->after_key && start > s)
+			return WALK_KEY;
+		if (*start != '[') {
+			w->after_key = true;
+			return WALK_KEY;
+		}
+		/* libinih took it: the name ends at the first ']'. */
+		close = memchr(start, ']', (size_t)(e - start));
+		n = close ? (size_t)(close - start - 1) : 0;
+		snprintf(section, size, "%.*s", (int)n, start + 1);
+		w->after_key = false;
+		return WALK_SECTION;
+	}
+	return WALK_END;
+}
+
+static int call_line(const char *text, size_t len, unsigned int call)
+{
+	struct walk w = { .text = text, .len = len };
+	enum walk_item it;
+	unsigned int n = 0;
+	char s[64];
+
+	while ((it = walk_next(&w, s, sizeof(s))) != WALK_END)
+		if (it == WALK_KEY && ++n == call)
+			break;
+	return w.line;
+}
+
+/* The first error of the checks of the whole file, by line. */
+struct whole {
+	const char *text;
+	size_t len;
+	int line;
+	char err[384];
+};
+
+static void __attribute__((format(printf, 3, 4)))
+whole_error(struct whole *k, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (k->line && k->line <= line)
+		return;
+	k->line = line;
+	va_start(ap, fmt);
+	vsnprintf(k->err, sizeof(k->err), fmt, ap);
+	va_end(ap);
+}
+
+/* The line of the later of two keys, or of @header when neither is set. */
+static int later_line(struct whole *k, unsigned int a, unsigned int b,
+		      int header)
+{
+	unsigned int call = a > b ? a : b;
+
+	return call ? call_line(k->text, k->len, call) : header;
+}
+
+static void check_pool(struct whole *k, struct zvmmd_pool_cfg *p,
+		       const struct pool_seen *s, const char *name, int header)
+{
+	char a[32], b[32], c[32], d[32];
+	uint64_t whole;
+
+	if (!s->max)
+		p->max = p->high;
+	if (!p->max) {
+		whole_error(
+			k, header,
+			"[%s] holds no memory: set high (zero memory kept ready) or max (all it may hold) above 0",
+			name);
+		return;
+	}
+	size_label(p->chunk_bytes, c, sizeof(c));
+	if (p->high % p->chunk_bytes) {
+		whole = p->high - p->high % p->chunk_bytes;
+		whole_error(
+			k, later_line(k, s->high, s->chunk, header),
+			"high '%s' is not a multiple of chunk '%s': memory is held in whole chunks, give %s%s%s",
+			size_label(p->high, a, sizeof(a)), c,
+			whole ? size_label(whole, b, sizeof(b)) : "",
+			whole ? " or " : "",
+			size_label(whole + p->chunk_bytes, d, sizeof(d)));
+	}
+	/* A max taken from high is checked as high. */
+	if (s->max && p->max % p->chunk_bytes) {
+		whole = p->max - p->max % p->chunk_bytes;
+		whole_error(
+			k, later_line(k, s->max, s->chunk, header),
+			"max '%s' is not a multiple of chunk '%s': memory is held in whole chunks, give %s%s%s",
+			size_label(p->max, a, sizeof(a)), c,
+			whole ? size_label(whole, b, sizeof(b)) : "",
+			whole ? " or " : "",
+			size_label(whole + p->chunk_bytes, d, sizeof(d)));
+	}
+	if (p->low > p->high)
+		whole_error(
+			k, later_line(k, s->low, s->high, header),
+			"low '%s' is above high '%s': give low at most high (zero memory is refilled when below low, up to high)",
+			size_label(p->low, a, sizeof(a)),
+			size_label(p->high, b, sizeof(b)));
+	if (p->high > p->max)
+		whole_error(
+			k, later_line(k, s->high, s->max, header),
+			"high '%s' is above max '%s': give high at most max (max counts the zero memory too)",
+			size_label(p->high, a, sizeof(a)),
+			size_label(p->max, b, sizeof(b)));
+}
+
+/*
+ * What no single key shows: sections without a key, and the keys of a
+ * pool against each other, reported at the line of the later key.
+ * Returns 0 or the line of the first error, its text in @err.
+ */
+static int check_whole(struct load_ctx *x, const char *text, size_t len,
+		       char *err, size_t err_len)
+{
+	struct whole k = { .text = text, .len = len };
+	struct walk w = { .text = text, .len = len };
+	int header[ZVMMD_NR_POOLS] = { 0 };
+	bool any = false;
+	enum walk_item it;
+	char s[64], msg[256];
+
+	while ((it = walk_next(&w, s, sizeof(s))) != WALK_END) {
+		int i = pool_index(s);
+
+		if (it != WALK_SECTION)
+			continue;
+		if (i >= 0) {
+			x->c.pool[i].on = true;
+			if (!header[i])
+				header[i] = w.line;
+		} else if (strcmp(s, "service") && strcmp(s, "scrub") &&
+			   strcmp(s, "quarantine")) {
+			unknown_section(s, msg, sizeof(msg));
+			whole_error(&k, w.line, "%s", msg);
+		}
+	}
+	for (int i = 0; i < ZVMMD_NR_POOLS; i++) {
+		if (!x->c.pool[i].on)
+			continue;
+		any = true;
+		check_pool(&k, &x->c.pool[i], &x->seen[i], pool_sections[i],
+			   header[i]);
+	}
+	if (!any)
+		whole_error(
+			&k, w.line > 0 ? w.line : 1,
+			"no [pages.2M] or [pages.1G] section: add one, with high or max, for each page size zvmmd is to serve");
+	if (k.line)
+		snprintf(err, err_len, "%s", k.err);
+	return k.line;
+}
+
+int zvmmd_config_load_string(const char *name, const char *text, size_t len,
+			     struct zvmmd_config *c, char *err, size_t err_len)
+{
+	struct load_ctx x;
+	char msg[384];
+	bool too_long;
+	int line;
+
+	memset(&x, 0, sizeof(x));
+	zvmmd_config_defaults(&x.c);
+	line = inibuf_parse(text, len, on_key, &x, &too_long);
+	if (line < 0) {
+		snprintf(err, err_len, "%s: out of memory", name);
+		return -ENOMEM;
+	}
+	if (line) {
+		/* A positive line without a handler error is a syntax error. */
+		snprintf(
+			err, err_len, "%s:%d: %s", name, line,
+			too_long ?
+				"line too long for an INI line" :
+			x.failed ?
+				x.err :
+				"not an INI line: expected [section] or key = value");
+		return -EINVAL;
+	}
+	line = check_whole(&x, text, len, msg, sizeof(msg));
+	if (line) {
+		snprintf(err, err_len, "%s:%d: %s", name, line, msg);
+		return -EINVAL;
+	}
+	*c = x.c;
+	return 0;
+}
+
+/*
+ * The file decides where root mounts and who may lease memory: it must
+ * be a regular file that only root (or the user running zvmmd) can
+ * write, as safe_owner_ok() has it. A symbolic link is followed, to a
+ * file that must pass the same check.
+ */
+static int check_file(const char *path, const struct stat *st, char *err,
+		      size_t err_len)
+{
+	if (S_ISDIR(st->st_mode)) {
+		snprintf(err, err_len, "cannot read config file %s: %s", path,
+			 strerror(EISDIR));
+		return -EISDIR;
+	}
+	if (!S_ISREG(st->st_mode))
+		snprintf(err, err_len,
+			 "cannot use config file %s: not a regular file", path);
+	else if (st->st_uid != geteuid() && st->st_uid != 0)
+		snprintf(
+			err, err_len,
+			"cannot use config file %s: owned by uid %u, not by root or this user (uid %u): chown root %s",
+			path, (unsigned int)st->st_uid, (unsigned int)geteuid(),
+			path);
+	else if (!safe_owner_ok(st, false))
+		snprintf(
+			err, err_len,
+			"cannot use config file %s: writable by group or others (mode %04o): chmod go-w %s",
+			path, (unsigned int)(st->st_mode & 07777), path);
+	else
+		return 0;
+	return -EPERM;
+}
+
+int zvmmd_config_load(const char *path, struct zvmmd_config *c, char *err,
+		      size_t err_len)
+{
+	/* O_NONBLOCK: a FIFO in the file's place is refused, not waited on. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
+	size_t len;
+	char *text;
+	int ret;
+
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, err_len, "cannot open config file %s: %s", path,
+			 strerror(-ret));
+		return ret;
+	}
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		close(fd);
+		snprintf(err, err_len, "cannot read config file %s: %s", path,
+			 strerror(-ret));
+		return ret;
+	}
+	ret = check_file(path, &st, err, err_len);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	ret = file_read_fd(fd, CONFIG_MAX_BYTES, &text, &len);
+	close(fd);
+	if (ret) {
+		snprintf(err, err_len, "cannot read config file %s: %s", path,
+			 strerror(-ret));
+		return ret;
+	}
+	ret = zvmmd_config_load_string(path, text, len, c, err, err_len);
+	free(text);
+	return ret;
+}
+
+struct out {
+	char *buf;
+	size_t len, off;
+};
+
+static void __attribute__((format(printf, 2, 3)))
+put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(o->off < o->len ? o->buf + o->off : NULL,
+		      o->off < o->len ? o->len - o->off : 0, fmt, ap);
+	va_end(ap);
+	o->off += n > 0 ? (size_t)n : 0;
+}
+
+static const char *size_or_0(uint64_t v, char *buf, size_t len)
+{
+	return v ? size_label(v, buf, len) : "0";
+}
+
+int zvmmd_config_format(const struct zvmmd_config *c, char *buf, size_t len)
+{
+	struct out o = { .buf = buf, .len = len };
+	char a[32], b[32], d[32], e[32];
+
+	put(&o, "[service]\nsocket = %s\ndir = %s\ngroup = %s\n", c->socket,
+	    c->dir, c->group);
+	for (unsigned int i = 0; i < ZVMMD_NR_POOLS; i++) {
+		const struct zvmmd_pool_cfg *p = &c->pool[i];
+
+		if (!p->on)
+			continue;
+		put(&o,
+		    "[%s]\nchunk = %s\nlow = %s\nhigh = %s\nmax = %s\nnode = ",
+		    pool_sections[i], size_label(p->chunk_bytes, a, sizeof(a)),
+		    size_or_0(p->low, b, sizeof(b)),
+		    size_or_0(p->high, d, sizeof(d)),
+		    size_or_0(p->max, e, sizeof(e)));
+		if (p->node < 0)
+			put(&o, "any\n");
+		else
+			put(&o, "%d\n", p->node);
+	}
+	put(&o, "[scrub]\nrate = %s\ncpus = %s\npriority = %s\n",
+	    size_or_0(c->scrub_rate, a, sizeof(a)),
+	    c->scrub_cpus[0] ? c->scrub_cpus : "any",
+	    priority_names[c->scrub_idle ? 0 : 1]);
+	put(&o, "[quarantine]\nrecheck = %u\n", c->recheck_ms);
+	if (o.off >= len || o.off > INT32_MAX)
+		return -ENOSPC;
+	return (int)o.off;
+}

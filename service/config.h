@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZVMM_SERVICE_CONFIG_H
+#define ZVMM_SERVICE_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * zvmmd's configuration (zvmmd.conf(5)): an INI file read with libinih,
+ * with the conventions and file:line errors of the zeroing policy
+ * (zvmm.conf(5)).
+ */
+
+#define ZVMMD_CONF_PATH "/etc/zvmm/zvmmd.conf"
+#define ZVMMD_DEFAULT_SOCKET "/run/zvmm/zvmmd.sock"
+#define ZVMMD_DEFAULT_DIR "/run/zvmm/chunks"
+#define ZVMMD_DEFAULT_GROUP "zvmm"
+
+/* The pools, one per page size: index of struct zvmmd_config's pool[]. */
+enum { ZVMMD_POOL_2M, ZVMMD_POOL_1G, ZVMMD_NR_POOLS };
+
+struct zvmmd_pool_cfg {
+	bool on; /* the section [pages.2M] / [pages.1G] is present */
+	uint64_t page_bytes; /* 2 MiB or 1 GiB */
+	uint64_t chunk_bytes; /* chunk: one hugetlbfs file, default 1 GiB */
+	/* Zero bytes kept ready: refilled when below low, up to high. */
+	uint64_t low, high;
+	/* All bytes held for this page size (zero, leased, quarantined). */
+	uint64_t max;
+	int node; /* NUMA node chunks are allocated on, -1: any */
+};
+
+struct zvmmd_config {
+	char socket[108]; /* [service] socket: fits sun_path */
+	char dir[256]; /* [service] dir: the hugetlbfs mounts go under it */
+	char group[64]; /* [service] group: a name, not resolved here */
+	struct zvmmd_pool_cfg pool[ZVMMD_NR_POOLS];
+	uint64_t scrub_rate; /* [scrub] rate: bytes per second, 0 = no cap */
+	char scrub_cpus[64]; /* [scrub] cpus: a CPU list, "" = any */
+	bool scrub_idle; /* [scrub] priority = idle */
+	unsigned int recheck_ms; /* [quarantine] recheck */
+};
+
+/*
+ * The defaults: the paths and group above, both pools off (1 GiB chunks,
+ * nothing kept, any node), no scrub rate cap, any CPU, idle priority, a
+ * recheck every 1000 ms. With no pool on it is not a valid config: a
+ * file has to turn one on.
+ */
+void zvmmd_config_defaults(struct zvmmd_config *c);
+
+/*
+ * Fills @c with the defaults, then reads @path over them. Returns 0;
+ * -EINVAL for any error in the file, @err then holding "PATH:LINE: what
+ * is wrong: what is allowed" for the first one; or, when the file cannot
+ * be opened or read, -ENOENT or another -errno (-EFBIG past 1 MiB,
+ * -EISDIR), and -EPERM for a file that is not a regular file, not owned
+ * by root or the effective user, or writable by group or others (the
+ * file decides where root mounts and who may lease memory). On an error
+ * @c is unchanged.
+ */
+int zvmmd_config_load(const char *path, struct zvmmd_config *c, char *err,
+		      size_t err_len) __attribute__((warn_unused_result));
+
+/*
+ * The same for the @len bytes of config text at @text (no NUL needed);
+ * @name stands for the file in messages.
+ */
+int zvmmd_config_load_string(const char *name, const char *text, size_t len,
+			     struct zvmmd_config *c, char *err, size_t err_len)
+	__attribute__((warn_unused_result));
+
+/*
+ * Writes @c as a config file, every key explicit (a pool that is off
+ * has no section), into @buf with a NUL. Returns its length, or -ENOSPC
+ * when @len bytes do not hold it. The text of a config that
+ * zvmmd_config_load() returned loads back as the same config.
+ */
+int zvmmd_config_format(const struct zvmmd_config *c, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,655 @@
+// SPDX-License-Identifier: MIT
+/*
+ * zvmmd from outside, as VMMs and attackers meet it: a daemon of the test's
+ * own (started here, ended by its pid) on a socket and a hugetlbfs mount of
+ * the test's own. Leases read zero everywhere, tenant after tenant, at
+ * offsets the daemon never looks at; a chunk comes back from a client that
+ * closed, that was killed with -9, or that left a child holding it (then
+ * quarantined and never leased again while held); a daemon killed with -9
+ * trusts nothing it left; many clients at once; hostile messages; a peer
+ * outside the group.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../lib/size.h"
+#include "../service/proto.h"
+#include "../zeroing/hugetlb.h"
+#include "helpers.h"
+
+#define CHUNK (16 * SZ_1M)
+#define MARK 0x5a17ed00c0ffee00ull
+
+static struct zero_hugetlb_resv resv = ZERO_HUGETLB_RESV_INIT;
+static char dir[40], sock[96], conf[96];
+static pid_t daemon_pid = -1;
+
+static const char *zvmmd_bin(void)
+{
+	const char *b = getenv("ZVMMD_BIN");
+
+	return b && *b ? b : "build/zvmmd";
+}
+
+static int file_contains(const char *path, const char *needle)
+{
+	char buf[16384] = "";
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return strstr(buf, needle) != NULL;
+}
+
+static int connect_sock(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void daemon_start(void)
+{
+	int tries;
+
+	daemon_pid = fork();
+	cr_assert_neq(daemon_pid, -1);
+	if (!daemon_pid) {
+		int null = open("/dev/null", O_WRONLY);
+		char log[160];
+		int fd;
+
+		/* Its log goes to a file: a test's output stays the test's. */
+		snprintf(log, sizeof(log), "%s/zvmmd.log", dir);
+		fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		dup2(null, 1);
+		dup2(fd >= 0 ? fd : null, 2);
+		execl(zvmmd_bin(), "zvmmd", "--config", conf, (char *)NULL);
+		_exit(127);
+	}
+	for (tries = 0; tries < 500; tries++) {
+		int fd = connect_sock();
+
+		if (fd >= 0) {
+			close(fd);
+			return;
+		}
+		if (waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid) {
+			daemon_pid = -1;
+			cr_assert_fail("zvmmd exited at start: see %s/zvmmd.log", dir);
+		}
+		usleep(10000);
+	}
+	cr_assert_fail("zvmmd did not listen on %s within 5 s", sock);
+}
+
+static int daemon_stop(int sig)
+{
+	int status = -1;
+
+	if (daemon_pid > 0) {
+		kill(daemon_pid, sig);
+		waitpid(daemon_pid, &status, 0);
+	}
+	daemon_pid = -1;
+	return status;
+}
+
+static void setup(void)
+{
+	FILE *f;
+	const char *why;
+
+	if (geteuid())
+		cr_skip_test("needs root (zvmmd mounts hugetlbfs)");
+	if (access(zvmmd_bin(), X_OK))
+		cr_skip_test("no %s (make)", zvmmd_bin());
+	why = test_reserve_hugepages(SZ_2M, 96, &resv);
+	if (why)
+		cr_skip_test("%s", why);
+	snprintf(dir, sizeof(dir), "/tmp/zvmm-test-zvmmd.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/zvmmd.sock", dir);
+	snprintf(conf, sizeof(conf), "%s/zvmmd.conf", dir);
+	f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f,
+		"[service]\nsocket = %s\ndir = %s/chunks\ngroup = root\n"
+		"[pages.2M]\nchunk = 16M\nlow = 32M\nhigh = 64M\nmax = 160M\n"
+		"[quarantine]\nrecheck = 50\n",
+		sock, dir);
+	fclose(f);
+	daemon_start();
+}
+
+static void teardown(void)
+{
+	char cmd[160];
+
+	daemon_stop(SIGTERM);
+	if (dir[0]) {
+		snprintf(cmd, sizeof(cmd),
+			 "umount -l %s/chunks/2M 2>/dev/null; rm -rf %s", dir,
+			 dir);
+		(void)!system(cmd);
+	}
+	zero_hugetlb_release(&resv);
+}
+
+TestSuite(zvmmd, .init = setup, .fini = teardown, .timeout = 120);
+
+/* A lease as a client holds it: the socket, the chunks mapped in one. */
+struct lease {
+	int sock;
+	unsigned int n;
+	int fds[ZVMMD_MAX_CHUNKS];
+	struct zvmmd_chunk_ent ent[ZVMMD_MAX_CHUNKS];
+	struct zvmmd_lease_rep rep;
+	uint64_t bytes;
+	volatile uint64_t *mem;
+	int err; /* an ERROR's errno, 0 for a lease */
+	char msg[240];
+};
+
+static int send_msg(int fd, uint16_t type, const void *body, size_t len)
+{
+	char buf[512];
+	int n = zvmmd_build(buf, sizeof(buf), type, body, len);
+
+	return n < 0 || send(fd, buf, (size_t)n, MSG_NOSIGNAL) != n ? -1 : 0;
+}
+
+/* Receives one reply: a LEASE_OK with its fds, or an ERROR. */
+static int recv_reply(int fd, struct lease *l)
+{
+	static char buf[ZVMMD_MSG_MAX];
+	union {
+		char raw[CMSG_SPACE(sizeof(int) * ZVMMD_MAX_CHUNKS)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.raw,
+			     .msg_controllen = sizeof(u.raw) };
+	struct cmsghdr *cm;
+	struct zvmmd_msg m;
+	ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+
+	if (n <= 0 || zvmmd_parse(buf, (size_t)n, &m))
+		return -1;
+	if (m.type == ZVMMD_ERROR) {
+		l->err = m.error.err;
+		snprintf(l->msg, sizeof(l->msg), "%s", m.error.msg);
+		return 0;
+	}
+	if (m.type != ZVMMD_LEASE_OK)
+		return -1;
+	l->rep = m.rep;
+	l->n = m.rep.nr_chunks;
+	cm = CMSG_FIRSTHDR(&mh);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS ||
+	    cm->cmsg_len != CMSG_LEN(sizeof(int) * l->n))
+		return -1;
+	memcpy(l->fds, CMSG_DATA(cm), sizeof(int) * l->n);
+	for (unsigned int i = 0; i < l->n; i++)
+		if (zvmmd_chunk_at(&m, i, &l->ent[i]))
+			return -1;
+	return 0;
+}
+
+/* Asks for @bytes of 2 MiB pages and maps the chunks side by side. */
+static void lease_get(struct lease *l, uint64_t bytes)
+{
+	struct zvmmd_lease_req req = { .bytes = bytes,
+				       .page_bytes = SZ_2M,
+				       .node = -1 };
+	uint64_t off = 0;
+	char *base;
+
+	memset(l, 0, sizeof(*l));
+	l->sock = connect_sock();
+	cr_assert_geq(l->sock, 0, "connect %s: %s", sock, strerror(errno));
+	cr_assert_eq(send_msg(l->sock, ZVMMD_LEASE, &req, sizeof(req)), 0);
+	cr_assert_eq(recv_reply(l->sock, l), 0, "no well-formed reply");
+	if (l->err)
+		return;
+	l->bytes = bytes;
+	/* One reserved range, the chunks MAP_FIXED into it: one memslot. */
+	base = mmap(NULL, bytes + SZ_2M, PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	cr_assert_neq(base, MAP_FAILED);
+	base = (char *)(((uintptr_t)base + SZ_2M - 1) & ~(uintptr_t)(SZ_2M - 1));
+	for (unsigned int i = 0; i < l->n; i++) {
+		uint64_t len = bytes - off < l->ent[i].bytes ? bytes - off :
+							       l->ent[i].bytes;
+
+		cr_assert_neq(mmap(base + off, len, PROT_READ | PROT_WRITE,
+				   MAP_SHARED | MAP_FIXED, l->fds[i], 0),
+			      MAP_FAILED, "chunk %u: %s", i, strerror(errno));
+		off += len;
+	}
+	cr_assert_eq(off, bytes, "the chunks cover %llu of %llu bytes",
+		     (unsigned long long)off, (unsigned long long)bytes);
+	l->mem = (volatile uint64_t *)base;
+}
+
+/* Ends a lease as a VMM does at its exit: unmapped, fds and socket closed. */
+static void lease_put(struct lease *l)
+{
+	if (l->mem)
+		munmap((void *)l->mem, l->bytes);
+	for (unsigned int i = 0; i < l->n; i++)
+		close(l->fds[i]);
+	close(l->sock);
+	l->mem = NULL;
+}
+
+/* Words not zero, reading every word (the daemon samples none). */
+static uint64_t nonzero_words(const struct lease *l)
+{
+	uint64_t bad = 0;
+
+	for (uint64_t i = 0; i < l->bytes / 8; i++)
+		bad += l->mem[i] != 0;
+	return bad;
+}
+
+/* Marks at offsets no one samples: one word per 4 KiB, shifted by page. */
+static void mark(struct lease *l)
+{
+	for (uint64_t off = 0; off < l->bytes; off += 4096)
+		l->mem[(off + ((off >> 12) % 509) * 8) / 8] = MARK + off;
+}
+
+static bool inode_in(const struct lease *l, ino_t ino)
+{
+	struct stat st;
+
+	for (unsigned int i = 0; i < l->n; i++)
+		if (!fstat(l->fds[i], &st) && st.st_ino == ino)
+			return true;
+	return false;
+}
+
+/* The daemon's status as JSON text. */
+static void status(char *out, size_t len)
+{
+	static char buf[ZVMMD_MSG_MAX];
+	struct zvmmd_msg m;
+	int fd = connect_sock();
+	ssize_t n;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(send_msg(fd, ZVMMD_STATUS, NULL, 0), 0);
+	n = recv(fd, buf, sizeof(buf), 0);
+	close(fd);
+	cr_assert_gt(n, 0);
+	cr_assert_eq(zvmmd_parse(buf, (size_t)n, &m), 0);
+	cr_assert_eq(m.type, ZVMMD_STATUS_OK);
+	snprintf(out, len, "%.*s", (int)m.len, (const char *)m.body);
+}
+
+/* A status number: "key": N of the first pool. */
+static long long status_num(const char *key)
+{
+	char text[8192], pat[64];
+	const char *p;
+
+	status(text, sizeof(text));
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(text, pat);
+	cr_assert_not_null(p, "no %s in %s", key, text);
+	return atoll(p + strlen(pat));
+}
+
+/* Waits up to 5 s for @key to become @want. */
+static void wait_status(const char *key, long long want)
+{
+	for (int i = 0; i < 500; i++) {
+		if (status_num(key) == want)
+			return;
+		usleep(10000);
+	}
+	cr_assert_eq(status_num(key), want, "%s", key);
+}
+
+/*
+ * Tenant after tenant: each reads zero in every word of what it leased,
+ * writes marks where no one samples, and gives it back; no chunk (inode)
+ * is ever handed out twice.
+ */
+Test(zvmmd, tenant_after_tenant_reads_zero_never_the_same_chunk)
+{
+	ino_t seen[64];
+	unsigned int nseen = 0;
+	struct stat st;
+
+	wait_status("clean_bytes", 64 * SZ_1M);
+	for (int t = 0; t < 6; t++) {
+		struct lease l;
+
+		/* 40 MiB: two filled chunks, then what the daemon has. */
+		lease_get(&l, 40 * SZ_1M);
+		cr_assert_eq(l.err, 0, "tenant %d: %s", t, l.msg);
+		cr_assert_eq(nonzero_words(&l), 0,
+			     "tenant %d read another's data", t);
+		for (unsigned int i = 0; i < l.n; i++) {
+			cr_assert_eq(fstat(l.fds[i], &st), 0);
+			for (unsigned int k = 0; k < nseen; k++)
+				cr_assert_neq(st.st_ino, seen[k],
+					      "tenant %d got a chunk again", t);
+			if (nseen < 64)
+				seen[nseen++] = st.st_ino;
+		}
+		mark(&l);
+		lease_put(&l);
+		wait_status("leased_bytes", 0);
+	}
+	cr_assert_eq(status_num("quarantined_bytes"), 0);
+}
+
+/* A client killed with -9 mid-run: its chunks come back and retire. */
+Test(zvmmd, a_client_killed_with_9)
+{
+	struct lease l;
+	int wfd[2];
+	pid_t pid;
+	char c;
+
+	cr_assert_eq(pipe(wfd), 0);
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (!pid) {
+		lease_get(&l, 32 * SZ_1M);
+		if (l.err)
+			_exit(1);
+		mark(&l);
+		(void)!write(wfd[1], "x", 1);
+		pause();
+		_exit(0);
+	}
+	cr_assert_eq(read(wfd[0], &c, 1), 1);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	wait_status("leased_bytes", 0);
+	cr_assert_eq(status_num("quarantined_bytes"), 0);
+	lease_get(&l, 32 * SZ_1M);
+	cr_assert_eq(l.err, 0, "%s", l.msg);
+	cr_assert_eq(nonzero_words(&l), 0, "read the killed client's data");
+	lease_put(&l);
+}
+
+/*
+ * A client that forked and left a child holding a chunk: quarantined,
+ * never leased again while held, retired once the child lets go.
+ */
+Test(zvmmd, a_chunk_a_child_still_holds_is_quarantined)
+{
+	struct lease l, next;
+	struct stat st;
+	int ready[2], go[2];
+	pid_t client, child = 0;
+	char c;
+
+	cr_assert_eq(pipe(ready), 0);
+	cr_assert_eq(pipe(go), 0);
+	client = fork();
+	cr_assert_neq(client, -1);
+	if (!client) {
+		lease_get(&l, 16 * SZ_1M);
+		if (l.err || fstat(l.fds[0], &st))
+			_exit(1);
+		child = fork();
+		if (!child) {
+			/* Keeps the chunk's fd, not the socket. */
+			close(l.sock);
+			(void)!write(ready[1], &st.st_ino, sizeof(st.st_ino));
+			(void)!read(go[0], &c, 1);
+			_exit(0);
+		}
+		_exit(0); /* the client exits; its child lives on */
+	}
+	ino_t held;
+
+	cr_assert_eq(read(ready[0], &held, sizeof(held)), sizeof(held));
+	waitpid(client, NULL, 0);
+	wait_status("leased_bytes", 0);
+	cr_assert_eq(status_num("quarantined_bytes"), 16 * SZ_1M);
+	/* Leases meanwhile never get the held chunk. */
+	for (int t = 0; t < 4; t++) {
+		lease_get(&next, 16 * SZ_1M);
+		cr_assert_eq(next.err, 0, "%s", next.msg);
+		cr_assert_not(inode_in(&next, held),
+			      "a quarantined chunk was leased again");
+		lease_put(&next);
+	}
+	(void)!write(go[1], "x", 1);
+	wait_status("quarantined_bytes", 0);
+}
+
+/*
+ * zvmmd killed with -9 and started again: nothing it left is trusted,
+ * every chunk it had is gone, and a lease reads zero.
+ */
+Test(zvmmd, killed_with_9_and_restarted_trusts_nothing)
+{
+	char path[192];
+	struct lease l;
+	struct stat st;
+
+	wait_status("clean_bytes", 64 * SZ_1M);
+	lease_get(&l, 16 * SZ_1M);
+	cr_assert_eq(l.err, 0, "%s", l.msg);
+	mark(&l);
+	cr_assert_eq(fstat(l.fds[0], &st), 0);
+	daemon_stop(SIGKILL);
+	lease_put(&l);
+	daemon_start();
+	/* Its files are gone: the old chunk is no one's to lease. */
+	snprintf(path, sizeof(path), "%s/chunks/2M", dir);
+	wait_status("clean_bytes", 64 * SZ_1M);
+	lease_get(&l, 64 * SZ_1M);
+	cr_assert_eq(l.err, 0, "%s", l.msg);
+	cr_assert_not(inode_in(&l, st.st_ino),
+		      "a chunk of the killed zvmmd was leased");
+	cr_assert_eq(nonzero_words(&l), 0);
+	lease_put(&l);
+	snprintf(path, sizeof(path), "%s/zvmmd.log", dir);
+	cr_assert_eq(file_contains(path, "previous zvmmd removed"), 1,
+		     "the restarted zvmmd did not say what it removed");
+}
+
+struct many {
+	int err;
+	uint64_t bad;
+};
+
+static void *one_client(void *arg)
+{
+	struct many *m = arg;
+	struct lease l;
+
+	lease_get(&l, 8 * SZ_1M);
+	m->err = l.err;
+	if (!l.err) {
+		m->bad = nonzero_words(&l);
+		mark(&l);
+		lease_put(&l);
+	}
+	return NULL;
+}
+
+/* Eight clients at once: each its own chunks, all zero. */
+Test(zvmmd, many_clients_at_once)
+{
+	struct many m[8] = { 0 };
+	pthread_t th[8];
+
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 8; i++)
+			pthread_create(&th[i], NULL, one_client, &m[i]);
+		for (int i = 0; i < 8; i++)
+			pthread_join(th[i], NULL);
+		for (int i = 0; i < 8; i++) {
+			cr_assert_eq(m[i].err, 0, "client %d: errno %d", i,
+				     m[i].err);
+			cr_assert_eq(m[i].bad, 0, "client %d read data", i);
+		}
+	}
+	wait_status("leased_bytes", 0);
+}
+
+static int daemon_fds(void)
+{
+	char path[64];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)daemon_pid);
+	d = opendir(path);
+	while (d && (de = readdir(d)))
+		n += de->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* What a hostile message gets: an ERROR with @err, and nothing more. */
+static void hostile(const void *msg, size_t len, int err)
+{
+	struct lease l = { 0 };
+	int fd = connect_sock();
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(send(fd, msg, len, MSG_NOSIGNAL), (ssize_t)len);
+	cr_assert_eq(recv_reply(fd, &l), 0, "no well-formed reply");
+	cr_assert_eq(l.err, err, "errno %d (%s), want %d", l.err, l.msg, err);
+	cr_assert_eq(l.n, 0);
+	close(fd);
+}
+
+/*
+ * Malformed and hostile messages: each answered with a clear error, no
+ * chunk and no fd leaked, and the daemon keeps serving.
+ */
+Test(zvmmd, hostile_messages_leave_nothing_behind)
+{
+	struct {
+		struct zvmmd_hdr h;
+		struct zvmmd_lease_req r;
+	} m = { { ZVMMD_MAGIC, ZVMMD_VERSION, ZVMMD_LEASE, sizeof(m.r), 0 },
+		{ 16 * SZ_1M, SZ_2M, -1, 0 } };
+	char junk[300];
+	struct lease l;
+	int before;
+
+	wait_status("clean_bytes", 64 * SZ_1M);
+	before = daemon_fds();
+	memset(junk, 0x41, sizeof(junk));
+	hostile(junk, sizeof(junk), EPROTO);
+	hostile(junk, 3, EPROTO);
+	m.h.version = 2;
+	hostile(&m, sizeof(m), EPROTONOSUPPORT);
+	m.h.version = ZVMMD_VERSION;
+	m.h.len = sizeof(m.r) - 1;
+	hostile(&m, sizeof(m) - 1, EPROTO);
+	m.h.len = sizeof(m.r);
+	m.r.bytes = 0;
+	hostile(&m, sizeof(m), EINVAL);
+	m.r.bytes = SZ_2M + 4096;
+	hostile(&m, sizeof(m), EINVAL);
+	m.r.bytes = 16 * SZ_1M;
+	m.r.page_bytes = 4096;
+	hostile(&m, sizeof(m), EINVAL);
+	m.r.page_bytes = SZ_1G; /* not configured */
+	m.r.bytes = SZ_1G;
+	hostile(&m, sizeof(m), EINVAL);
+	m.r.page_bytes = SZ_2M;
+	m.r.bytes = 1024 * SZ_1M; /* past max */
+	hostile(&m, sizeof(m), ENOMEM);
+	m.h.type = ZVMMD_LEASE_OK; /* the daemon's own type */
+	hostile(&m, sizeof(m), EPROTO);
+	/* Nothing held on their account, and it still leases. */
+	cr_assert_eq(status_num("leased_bytes"), 0);
+	cr_assert_eq(daemon_fds(), before, "zvmmd leaked fds");
+	lease_get(&l, 16 * SZ_1M);
+	cr_assert_eq(l.err, 0, "%s", l.msg);
+	lease_put(&l);
+	cr_assert_eq(waitpid(daemon_pid, NULL, WNOHANG), 0, "zvmmd died");
+}
+
+/* A peer neither root nor in [service] group is refused before anything. */
+Test(zvmmd, a_peer_outside_the_group_is_refused)
+{
+	int status;
+	pid_t pid;
+
+	wait_status("clean_bytes", 64 * SZ_1M);
+	/* Anyone may connect: the daemon's own check is what refuses. */
+	cr_assert_eq(chmod(sock, 0666), 0);
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (!pid) {
+		struct lease l = { 0 };
+		struct zvmmd_lease_req req = { 16 * SZ_1M, SZ_2M, -1, 0 };
+		int fd;
+
+		if (setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(10);
+		fd = connect_sock();
+		if (fd < 0)
+			_exit(11);
+		/* The refusal comes first; the request finds the door shut. */
+		(void)!send_msg(fd, ZVMMD_LEASE, &req, sizeof(req));
+		if (recv_reply(fd, &l))
+			_exit(12);
+		_exit(l.err == EACCES && !l.n ? 0 : 13);
+	}
+	waitpid(pid, &status, 0);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "the peer was not refused: %d", WEXITSTATUS(status));
+	cr_assert_eq(status_num("leased_bytes"), 0);
+}
+
+/* SIGTERM: a clean shutdown, the socket and the mount gone. */
+Test(zvmmd, sigterm_is_a_clean_shutdown)
+{
+	char path[192];
+	int status;
+
+	status = daemon_stop(SIGTERM);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "zvmmd status %d", status);
+	cr_assert_neq(access(sock, F_OK), 0, "the socket is left");
+	snprintf(path, sizeof(path), "grep -q ' %s/chunks/2M ' /proc/mounts",
+		 dir);
+	cr_assert_neq(system(path), 0, "the chunk mount is left");
+}
