@@ -613,6 +613,7 @@ Test(zvmmd, a_peer_outside_the_group_is_refused)
 
 	wait_status("clean_bytes", 64 * SZ_1M);
 	/* Anyone may connect: the daemon's own check is what refuses. */
+	cr_assert_eq(chmod(dir, 0711), 0);
 	cr_assert_eq(chmod(sock, 0666), 0);
 	pid = fork();
 	cr_assert_neq(pid, -1);
