@@ -108,7 +108,8 @@ ARM64_TEST := $(O)/tests/arm64/test-arm64
 .DELETE_ON_ERROR:
 .PHONY: all lib install uninstall example test test-arm64 test-unit \
 	bench bench-smoke bench-backends \
-	bench-launch bench-demand deps clean schema header-cxx abi-check \
+	bench-launch bench-demand bench-storm deps clean schema header-cxx \
+	abi-check \
 	static-check \
 	format fuzz fuzz-seeds fuzz-smoke fuzz-run FORCE
 
@@ -424,7 +425,7 @@ test: test-arm64 test-unit
 # The suite (bench/suite.sh, root, ~10 min): backends, launch against
 # QEMU, fault latency against chunk size; report, JSON and plots in
 # bench/results/. bench-smoke runs one small size per method (CI).
-bench: $(O)/zvmm $(O)/bench/poison
+bench: $(O)/zvmm $(ZVMMD) $(O)/bench/poison
 	$(Q)ZVMM=$(O)/zvmm ELF=$(GUEST_ELF) POISON=$(O)/bench/poison \
 		bash bench/suite.sh
 
@@ -442,6 +443,10 @@ $(O)/bench/poison: bench/tools/poison.c
 	$(Q)$(CC) $(CFLAGS) -o $@ $<
 
 # Launch and demand benchmarks against QEMU and across policies (root).
+# zvmmd's launch storm alone (bench/storm.sh; also section 7 of make bench).
+bench-storm: $(O)/zvmm $(ZVMMD)
+	$(Q)ZVMM=$(O)/zvmm ZVMMD=$(ZVMMD) ELF=$(GUEST_ELF) bash bench/storm.sh
+
 bench-launch: $(O)/zvmm
 	$(Q)ZVMM=$(O)/zvmm ELF=$(GUEST_ELF) bash bench/launch.sh
 

@@ -448,3 +448,15 @@ if [ -s "$DIR/newuser.md" ]; then
 		cat "$DIR/newuser.md"
 	} >>"$DIR/report.md"
 fi
+# The launch storm (bench/storm.sh): zvmmd against warm pools and QEMU.
+if [ -s "$DIR/storm.md" ]; then
+	{
+		printf '\n## Launch storm: zvmmd, warm pools, QEMU\n\n'
+		printf 'One launch after another of 1 GiB guests on 1 GiB pages, each\n'
+		printf 'touching all its memory, three ways in the same run; then a running\n'
+		printf 'guest'"'"'s touch rate while zvmmd fills chunks at idle priority\n'
+		printf '(bench/storm.sh, DESIGN.md 3 "zvmmd").\n\n```\n'
+		cat "$DIR/storm.md"
+		printf '```\n'
+	} >>"$DIR/report.md"
+fi

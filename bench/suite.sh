@@ -20,7 +20,9 @@
 #     calibration profile (PROFILE_GIB, a poisoned pool, backend = auto);
 #  6. ten new users in a row (bench/newuser.sh): each launch without a
 #     profile scrubs a poisoned NEWUSER_GIB pool of 2 MiB pages at >= 0.9x
-#     the best backend for that memory in the same run.
+#     the best backend for that memory in the same run;
+#  7. the launch storm (bench/storm.sh): zvmmd's leases against warm pools
+#     and QEMU prealloc, and a guest's touch rate while zvmmd fills.
 #
 # zvmm runs with a calibration profile (`zvmm calibrate`, into a cache
 # directory of the suite's own), as a deployment would.
@@ -439,6 +441,12 @@ NEWUSER=0
 child env OUT="$OUT" ZVMM="$ZVMM" POISON="$POISON" GIB="$NEWUSER_GIB" \
 	PAGE=2M LAUNCHES="$NEWUSER_LAUNCHES" BEST_REPS="$REPS" \
 	bash bench/newuser.sh >"$OUT/newuser.md" 2>>"$LOG" || NEWUSER=$?
+
+if [ "$SMOKE" = 0 ]; then
+	progress "launch storm: zvmmd, warm pool, QEMU (bench/storm.sh)"
+	child env ZVMM="$ZVMM" ZVMMD="${ZVMMD:-$(dirname "$ZVMM")/zvmmd}" \
+		ELF="$ELF" bash bench/storm.sh >"$OUT/storm.md" 2>>"$LOG" || true
+fi
 
 progress "report"
 bash bench/report.sh "$OUT"

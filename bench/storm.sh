@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Launch storm: N launches of 1 GiB guests on 1 GiB pages one after
+# another, each guest touching all of its memory (every 2 MiB), three
+# ways in one run on this machine:
+#   zvmmd      zvmm run --pool-service: chunks zvmmd zeroed ahead, at idle
+#   warm pool  zvmm run --pool P, on_exit = scrub: each launch scrubs at its
+#              exit for the next one, which trusts the state record
+#   qemu       QEMU with hugetlb preallocation (the kernel zeroes at start)
+# For each: every launch's ready time (zvmm: launch.ready_ms, process start
+# to first vCPU entry; QEMU: exec to the guest's report, an upper bound,
+# with zvmm's same measure beside it), the median, and the host CPU seconds
+# the whole storm took (zvmmd's own CPU time for the zvmmd row, zeroing
+# included; the launching processes' for every row). Then a running
+# guest's touch rate with zvmmd filling chunks at idle against an idle host.
+#
+# Usage (root): bench/storm.sh   Environment: N=16, ZVMM, ZVMMD, ELF.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ZVMM=${ZVMM:-build/zvmm}
+ZVMMD=${ZVMMD:-build/zvmmd}
+ELF=${ELF:-build/guest/touch.elf}
+N=${N:-16}
+CMDLINE="stride=2M verify=8"
+
+[ "$(id -u)" = 0 ] || { echo "storm.sh: run as root (zvmmd, hugepages)" >&2; exit 3; }
+[ -x "$ZVMM" ] && [ -x "$ZVMMD" ] && [ -f "$ELF" ] ||
+	{ echo "storm.sh: run make first" >&2; exit 2; }
+command -v qemu-system-x86_64 >/dev/null ||
+	{ echo "storm.sh: needs qemu-system-x86 (make deps)" >&2; exit 3; }
+
+work=$(mktemp -d /tmp/zvmm-suite-storm.XXXXXX)
+g1=/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages
+g2=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+saved1=$(cat "$g1")
+saved2=$(cat "$g2")
+zpid=""
+cleanup() {
+	[ -n "$zpid" ] && kill "$zpid" 2>/dev/null && wait "$zpid" 2>/dev/null
+	rm -f "$work"/mnt/* 2>/dev/null
+	umount "$work/mnt" 2>/dev/null || true
+	umount -l "$work"/chunks/* 2>/dev/null || true
+	rm -rf "$work"
+	echo "$saved1" >"$g1"
+	echo "$saved2" >"$g2"
+}
+trap cleanup EXIT INT TERM
+
+# 1 GiB pages: a storm's guest, zvmmd's clean chunks, the warm pool.
+echo $((saved1 + 6)) >"$g1"
+if [ "$(cat "${g1%nr_hugepages}free_hugepages")" -lt 6 ]; then
+	echo "storm.sh: skipped: the kernel could not reserve six 1 GiB pages (memory fragmented: reserve them early, or at boot)"
+	exit 0
+fi
+
+cpu_of() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat"; }
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "nan")}'; }
+ready_of() { grep -o '"ready_ms": [0-9.]*' "$1" | awk '{print $2}'; }
+now_us() { echo $(($(date +%s%N) / 1000)); }
+
+# One zvmm launch: its ready_ms (and the guest must have read zero).
+launch() {
+	local json=$work/launch.json
+	"$ZVMM" run --mem 1G --hugepages 1G --cmdline "$CMDLINE" --quiet \
+		--json "$json" "$@" >/dev/null 2>"$work/err" ||
+		{ echo "storm.sh: a launch failed: $(cat "$work/err")" >&2; exit 1; }
+	ready_of "$json"
+}
+
+# Children's CPU seconds so far (user + system), for the rows' totals.
+child_cpu() { times | tail -1 | awk '{gsub("m"," "); gsub("s",""); print $1 * 60 + $2 + $3 * 60 + $4}'; }
+
+printf 'launch storm: %d launches of 1 GiB guests on 1 GiB pages, each touching every 2 MiB; %s\n' \
+	"$N" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+
+# --- zvmmd
+mkdir -p "$work/chunks"
+cat >"$work/zvmmd.conf" <<EOF
+[service]
+socket = $work/zvmmd.sock
+dir = $work/chunks
+group = root
+[pages.1G]
+chunk = 1G
+low = 2G
+high = 3G
+max = 4G
+EOF
+"$ZVMMD" --config "$work/zvmmd.conf" 2>"$work/zvmmd.log" &
+zpid=$!
+for _ in $(seq 500); do [ -S "$work/zvmmd.sock" ] && break; sleep 0.01; done
+# Filled up to high before the storm: the steady state a host keeps.
+for _ in $(seq 600); do
+	"$ZVMM" pool status --socket "$work/zvmmd.sock" --json - 2>/dev/null |
+		grep -q '"clean_bytes":3221225472' && break
+	sleep 0.05
+done
+launch --pool-service --socket "$work/zvmmd.sock" >/dev/null # warm-up
+zd0=$(cpu_of "$zpid")
+c0=$(child_cpu)
+zr=""
+for i in $(seq "$N"); do
+	zr+=" $(launch --pool-service --socket "$work/zvmmd.sock" --policy configs/demand.conf)"
+	# As a host between launches: zvmmd refills while nothing runs.
+	for _ in $(seq 200); do
+		"$ZVMM" pool status --socket "$work/zvmmd.sock" --json - 2>/dev/null |
+			grep -q '"clean_bytes":[1-9]' && break
+		sleep 0.01
+	done
+done
+zcpu=$(awk "BEGIN {print $(cpu_of "$zpid") - $zd0}")
+zc=$(awk "BEGIN {print $(child_cpu) - $c0}")
+
+# --- warm pool, scrubbed at each exit
+mkdir -p "$work/mnt"
+mount -t hugetlbfs -o pagesize=1G none "$work/mnt"
+launch --pool "$work/mnt/pool" --set pool.on_exit=scrub >/dev/null # warm-up
+c0=$(child_cpu)
+wr=""
+for i in $(seq "$N"); do
+	wr+=" $(launch --pool "$work/mnt/pool" --set pool.on_exit=scrub --policy configs/demand.conf)"
+done
+wc=$(awk "BEGIN {print $(child_cpu) - $c0}")
+rm -f "$work/mnt/pool"
+
+# --- QEMU, hugetlb preallocation
+c0=$(child_cpu)
+qr=""
+for i in $(seq "$N"); do
+	t0=$(now_us)
+	got=""
+	while IFS= read -r line; do
+		case $line in ZVMM-REPORT*) [ -z "$got" ] && got=$(($(now_us) - t0)) ;; esac
+	done < <(qemu-system-x86_64 -M microvm,x-option-roms=off,memory-backend=m0 \
+		-cpu qemu64 -accel kvm -m 1G \
+		-object memory-backend-memfd,id=m0,size=1G,hugetlb=on,hugetlbsize=1G,prealloc=on \
+		-nodefaults -nographic -serial stdio \
+		-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+		-kernel "$ELF" -append "$CMDLINE" 2>/dev/null)
+	qr+=" $(awk "BEGIN {print ${got:-0} / 1000}")"
+done
+qc=$(awk "BEGIN {print $(child_cpu) - $c0}")
+
+printf '%-10s %9s %9s %9s %12s %s\n' "way" "median ms" "min ms" "max ms" "host CPU s" "every launch (ms)"
+row() {
+	printf '%-10s %9.1f %9.1f %9.1f %12s %s\n' "$1" "$(echo "$2" | median)" \
+		"$(echo "$2" | tr ' ' '\n' | grep -v '^$' | sort -g | head -1)" \
+		"$(echo "$2" | tr ' ' '\n' | grep -v '^$' | sort -g | tail -1)" "$3" "$2"
+}
+row zvmmd "$zr" "$(awk "BEGIN {printf \"%.2f+%.2f\", $zc, $zcpu}")"
+row "warm pool" "$wr" "$(printf '%.2f' "$wc")"
+row qemu "$qr" "$(printf '%.2f' "$qc")"
+echo "ready: zvmm's launch.ready_ms (start to first vCPU entry); qemu: exec to the guest's report (an upper bound)"
+echo "host CPU s: the launching processes' user+system; zvmmd's row adds zvmmd's own (its filling) after the +"
+
+# --- a running guest's touch rate: zvmmd filling at idle vs an idle host
+touch_rate() {
+	local json=$work/touch.json
+	"$ZVMM" run --mem 4G --hugepages 2M --policy configs/prezero.conf \
+		--cmdline "stride=4K verify=8" --quiet --json "$json" >/dev/null 2>&1 || return
+	awk '/"touched_bytes"/ {b=$2} /"touch_ms"/ {m=$2} END {gsub(",","",b); gsub(",","",m); if (m > 0) printf "%.2f", b / m / 1e6; else print "nan"}' "$json"
+}
+echo $((saved2 + 2048 + 64)) >"$g2"
+idle=""
+busy=""
+for _ in 1 2 3; do
+	idle+=" $(touch_rate)"
+done
+# zvmmd filling while the guest runs: started empty each time, it fills
+# its 3 GiB at idle priority, capped at 1 GB/s, so about 3 s of the run.
+sed 's/^max = 4G$/max = 4G\n[scrub]\nrate = 1G/' "$work/zvmmd.conf" >"$work/busy.conf"
+for _ in 1 2 3; do
+	kill "$zpid"
+	wait "$zpid" 2>/dev/null || true
+	"$ZVMMD" --config "$work/busy.conf" 2>>"$work/zvmmd.log" &
+	zpid=$!
+	for _ in $(seq 500); do [ -S "$work/zvmmd.sock" ] && break; sleep 0.01; done
+	busy+=" $(touch_rate)"
+done
+printf 'touch rate of a 4 GiB guest (GB/s, median of 3): idle host %s, zvmmd filling at idle %s\n' \
+	"$(echo "$idle" | median)" "$(echo "$busy" | median)"
