@@ -126,12 +126,27 @@ static int continue_pages(struct zero_demand *f, uint64_t page, uint64_t n)
 	uint64_t end = at + n * m->page_bytes;
 
 	while (at < end) {
-		struct uffdio_continue c = {
-			.range = { .start = at, .len = end - at },
+		uint64_t stop = end;
+		struct uffdio_continue c;
+
+		/* One ioctl maps within one VMA (-ENOENT across two): a
+		 * lease's chunks are a VMA each. */
+		if (m->split_bytes) {
+			uint64_t off = at - (uint64_t)(uintptr_t)m->guest;
+			uint64_t next = (off / m->split_bytes + 1) *
+					m->split_bytes;
+
+			if ((uint64_t)(uintptr_t)m->guest + next < stop)
+				stop = (uint64_t)(uintptr_t)m->guest + next;
+		}
+		c = (struct uffdio_continue){
+			.range = { .start = at, .len = stop - at },
 		};
 
-		if (!ioctl(f->uffd, UFFDIO_CONTINUE, &c))
-			return 0;
+		if (!ioctl(f->uffd, UFFDIO_CONTINUE, &c)) {
+			at = stop;
+			continue;
+		}
 		if (errno != EAGAIN && errno != EEXIST)
 			return -errno;
 		/* Part may be done: go on after it, past a mapped page. */

@@ -764,6 +764,8 @@ static int create_leased(const struct zero_mem_opts *o, struct zero_mem *m,
 	snprintf(m->path, sizeof(m->path), "zvmmd %s",
 		 o->service_path ? o->service_path : ZERO_SERVICE_SOCKET);
 	m->res_len = m->bytes + m->page_bytes;
+	/* Every chunk but the last is this long (zvmmd's chunk size). */
+	m->split_bytes = m->lease->ent[0].bytes;
 	m->guest = map_chunks(m, &m->guest_res);
 	if (m->guest != MAP_FAILED)
 		m->alias = map_chunks(m, &m->alias_res);

@@ -43,6 +43,9 @@ struct zero_mem {
 	struct zero_lease *lease;
 	char *guest_res, *alias_res;
 	uint64_t res_len;
+	/* its chunks' length: no range operation that must stay inside one
+	 * VMA (UFFDIO_CONTINUE) crosses a multiple of it; 0: one VMA */
+	uint64_t split_bytes;
 };
 
 /*
