@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../include/zvmm/zvmm.h"
 #include "../lib/size.h"
 #include "../service/proto.h"
 #include "../zeroing/hugetlb.h"
@@ -695,4 +696,46 @@ Test(zvmmd, launches_lease_under_every_policy)
 			     policies[i], r.out);
 		wait_status("leased_bytes", 0);
 	}
+}
+
+/*
+ * libzvmm's memory source: ZVMM_MEM_SERVICE leases through the API, the
+ * stats say what came zero, the memory reads zero, close ends the lease;
+ * with no zvmmd there the open fails -ENOENT, nothing left behind.
+ */
+Test(zvmmd, the_library_leases_with_zvmm_mem_service)
+{
+	struct zvmm_mem mem = ZVMM_MEM_INIT(48 * SZ_1M, ZVMM_PAGE_2M);
+	struct zvmm_policy *pol;
+	struct zvmm_guest *g;
+	struct zvmm_stats st;
+	volatile uint64_t *ram;
+	uint64_t bytes, bad = 0;
+	void *addr;
+
+	wait_status("clean_bytes", 64 * SZ_1M);
+	mem.flags = ZVMM_MEM_SERVICE;
+	mem.pool_path = sock;
+	cr_assert_eq(zvmm_policy_new(&pol), 0);
+	cr_assert_eq(zvmm_policy_set(pol, "zeroing.mode", "demand"), 0);
+	cr_assert_eq(zvmm_guest_open(&mem, pol, &g), 0);
+	cr_assert_eq(status_num("leased_bytes"), 48 * SZ_1M);
+	cr_assert_eq(zvmm_guest_prepare(g, 0), 0);
+	cr_assert_eq(zvmm_guest_access(g, 0, 48 * SZ_1M), 0);
+	zvmm_guest_memory(g, &addr, &bytes);
+	ram = addr;
+	for (uint64_t i = 0; i < bytes / 8; i++)
+		bad += ram[i] != 0;
+	zvmm_guest_stats(g, &st);
+	cr_assert_eq(st.service_zero_bytes + st.service_empty_bytes,
+		     48 * SZ_1M);
+	cr_assert_gt(st.service_zero_bytes, 0);
+	cr_assert_eq(zvmm_guest_stop(g), 0);
+	cr_assert_eq(zvmm_guest_exit(g), 0);
+	zvmm_guest_close(g);
+	cr_assert_eq(bad, 0, "%llu words not zero", (unsigned long long)bad);
+	wait_status("leased_bytes", 0);
+	mem.pool_path = "/tmp/zvmm-test-zvmmd-none.sock";
+	cr_assert_eq(zvmm_guest_open(&mem, pol, &g), -ENOENT);
+	zvmm_policy_free(pol);
 }
