@@ -34,9 +34,9 @@
 #define RECHECK_MIN 10
 #define RECHECK_MAX 60000
 
-static const char *const pool_sections[ZVMMD_NR_POOLS] = { "pages.2M",
-							   "pages.1G" };
-static const uint64_t pool_pages[ZVMMD_NR_POOLS] = { SZ_2M, SZ_1G };
+/* By page size, ZVMMD_PAGE_*: [pages.2M] and its pool's pages. */
+static const char *const page_names[ZVMMD_NR_PAGE_SIZES] = { "2M", "1G" };
+static const uint64_t page_sizes[ZVMMD_NR_PAGE_SIZES] = { SZ_2M, SZ_1G };
 static const char *const priority_names[] = { "idle", "normal" };
 
 void zvmmd_config_defaults(struct zvmmd_config *c)
@@ -47,12 +47,26 @@ void zvmmd_config_defaults(struct zvmmd_config *c)
 	snprintf(c->dir, sizeof(c->dir), "%s", ZVMMD_DEFAULT_DIR);
 	snprintf(c->group, sizeof(c->group), "%s", ZVMMD_DEFAULT_GROUP);
 	for (unsigned int i = 0; i < ZVMMD_NR_POOLS; i++) {
-		c->pool[i].page_bytes = pool_pages[i];
+		c->pool[i].page_bytes = page_sizes[zvmmd_pool_page(i)];
 		c->pool[i].chunk_bytes = SZ_1G;
 		c->pool[i].node = -1;
 	}
 	c->scrub_idle = true;
 	c->recheck_ms = 1000;
+}
+
+const char *zvmmd_pool_section(unsigned int i, char *buf, size_t len)
+{
+	int node = zvmmd_pool_section_node(i);
+
+	if (i >= ZVMMD_NR_POOLS)
+		snprintf(buf, len, "pages.?");
+	else if (node < 0)
+		snprintf(buf, len, "pages.%s", page_names[zvmmd_pool_page(i)]);
+	else
+		snprintf(buf, len, "pages.%s.node%d",
+			 page_names[zvmmd_pool_page(i)], node);
+	return buf;
 }
 
 static bool has_control(const char *v)
@@ -209,7 +223,7 @@ static int parse_size_or(const char *v, const char *word, uint64_t *out,
  * libinih gives a handler no line.
  */
 struct pool_seen {
-	unsigned int chunk, low, high, max;
+	unsigned int chunk, low, high, max, node;
 };
 
 struct load_ctx {
@@ -220,24 +234,75 @@ struct load_ctx {
 	bool failed;
 };
 
-static int pool_index(const char *section)
+/*
+ * The page size (ZVMMD_PAGE_*) of a section that starts with its
+ * [pages.X] name, then ends or goes on with a '.', @rest pointing
+ * there; -1 for any other section.
+ */
+static int section_page(const char *section, const char **rest)
 {
-	for (int i = 0; i < ZVMMD_NR_POOLS; i++)
-		if (!strcmp(section, pool_sections[i]))
-			return i;
+	if (strncmp(section, "pages.", 6))
+		return -1;
+	for (int pg = 0; pg < ZVMMD_NR_PAGE_SIZES; pg++) {
+		size_t n = strlen(page_names[pg]);
+		const char *r = section + 6 + n;
+
+		if (!strncmp(section + 6, page_names[pg], n) &&
+		    (!*r || *r == '.')) {
+			*rest = r;
+			return pg;
+		}
+	}
 	return -1;
 }
 
-static int set_pool_key(struct load_ctx *x, int i, const char *key,
+/*
+ * The slot of a pool's section, -1 for another section: [pages.X], or
+ * [pages.X.nodeN] with N a node number in decimal without leading
+ * zeros, so that a pool has one name, the one a formatted file has.
+ */
+static int pool_index(const char *section)
+{
+	const char *rest;
+	unsigned long node;
+	char *end;
+	int pg = section_page(section, &rest);
+
+	if (pg < 0)
+		return -1;
+	if (!*rest)
+		return (int)zvmmd_pool_index((unsigned int)pg, -1);
+	if (strncmp(rest, ".node", 5))
+		return -1;
+	rest += 5;
+	if (rest[0] < '0' || rest[0] > '9' || (rest[0] == '0' && rest[1]))
+		return -1;
+	node = strtoul(rest, &end, 10);
+	if (*end || node >= ZERO_MAX_NODES)
+		return -1;
+	return (int)zvmmd_pool_index((unsigned int)pg, (int)node);
+}
+
+/* A pool's section turns it on; a [pages.X.nodeN] one on node N. */
+static void pool_on(struct zvmmd_config *c, unsigned int i)
+{
+	c->pool[i].on = true;
+	if (zvmmd_pool_section_node(i) >= 0)
+		c->pool[i].node = zvmmd_pool_section_node(i);
+}
+
+static int set_pool_key(struct load_ctx *x, unsigned int i, const char *key,
 			const char *v, char *err, size_t len)
 {
 	struct zvmmd_pool_cfg *p = &x->c.pool[i];
 	struct pool_seen *s = &x->seen[i];
-	char page[16];
+	int section_node = zvmmd_pool_section_node(i);
+	char page[16], name[24];
 	uint64_t n;
 	int ret;
 
-	p->on = true;
+	pool_on(&x->c, i);
+	zvmmd_pool_section(i, name, sizeof(name));
 	if (!strcmp(key, "chunk")) {
 		ret = parse_size_or(v, NULL, &n, p->page_bytes, CONFIG_SIZE_MAX,
 				    err, len);
@@ -274,10 +339,19 @@ static int set_pool_key(struct load_ctx *x, int i, const char *key,
 		}
 		return ret;
 	}
+	if (!strcmp(key, "node") && section_node >= 0) {
+		/* Two ways to say it could only disagree. */
+		snprintf(
+			err, len,
+			"key 'node' not allowed in [%s]: its node, %d, is in the section name; remove the key",
+			name, section_node);
+		return -EINVAL;
+	}
 	if (!strcmp(key, "node")) {
 		unsigned long node;
 		char *end;
 
+		s->node = x->calls;
 		if (!strcmp(v, "any")) {
 			p->node = -1;
 			return 0;
@@ -294,19 +368,27 @@ static int set_pool_key(struct load_ctx *x, int i, const char *key,
 		p->node = (int)node;
 		return 0;
 	}
-	snprintf(
-		err, len,
-		"unknown key '%s' in [%s]: expected chunk, low, high, max or node",
-		key, pool_sections[i]);
+	snprintf(err, len, "unknown key '%s' in [%s]: expected %s", key, name,
+		 section_node < 0 ? "chunk, low, high, max or node" :
+				    "chunk, low, high or max");
 	return -EINVAL;
 }
 
 static int unknown_section(const char *section, char *err, size_t len)
 {
-	if (!strncmp(section, "pages.", 6))
+	const char *rest;
+	int pg = section_page(section, &rest);
+
+	if (pg >= 0)
 		snprintf(
 			err, len,
-			"unknown page size [%s]: expected [pages.2M] or [pages.1G]",
+			"unknown section [%s]: expected [pages.%s] or [pages.%s.node<N>], N a node number from 0 to %d without leading zeros",
+			section, page_names[pg], page_names[pg],
+			ZERO_MAX_NODES - 1);
+	else if (!strncmp(section, "pages.", 6))
+		snprintf(
+			err, len,
+			"unknown page size [%s]: expected [pages.2M] or [pages.1G], or [pages.2M.node<N>] or [pages.1G.node<N>] for node N",
 			section);
 	else
 		snprintf(
@@ -323,7 +405,7 @@ static int set_key(struct load_ctx *x, const char *section, const char *key,
 	int i = pool_index(section);
 
 	if (i >= 0)
-		return set_pool_key(x, i, key, v, err, len);
+		return set_pool_key(x, (unsigned int)i, key, v, err, len);
 	if (!strcmp(section, "service")) {
 		if (!strcmp(key, "socket"))
 			return set_path(c->socket, sizeof(c->socket),
@@ -563,8 +645,41 @@ static void check_pool(struct whole *k, struct zvmmd_pool_cfg *p,
 }
 
 /*
- * What no single key shows: sections without a key, and the keys of a
- * pool against each other, reported at the line of the later key.
+ * A page size has one pool per node: [pages.X] with node = N and
+ * [pages.X.nodeN] would be two for the leases of node N, and would
+ * share their chunks' names in zvmmd. Reported at the later of the node
+ * key and the section.
+ */
+static void check_node_once(struct whole *k, const struct load_ctx *x,
+			    unsigned int pg, const int *header)
+{
+	unsigned int plain = zvmmd_pool_index(pg, -1), other;
+	int node = x->c.pool[plain].node, key;
+
+	if (!x->c.pool[plain].on || node < 0)
+		return;
+	other = zvmmd_pool_index(pg, node);
+	if (!x->c.pool[other].on)
+		return;
+	key = call_line(k->text, k->len, x->seen[plain].node);
+	if (header[other] > key)
+		whole_error(
+			k, header[other],
+			"[pages.%s.node%d] is a second pool of %s pages on node %d, after node = %d in [pages.%s] at line %d: give a page size one pool per node",
+			page_names[pg], node, page_names[pg], node, node,
+			page_names[pg], key);
+	else
+		whole_error(
+			k, key,
+			"node = %d in [pages.%s] makes a second pool of %s pages on node %d, after [pages.%s.node%d] at line %d: give a page size one pool per node",
+			node, page_names[pg], page_names[pg], node,
+			page_names[pg], node, header[other]);
+}
+
+/*
+ * What no single key shows: sections without a key, the keys of a
+ * pool against each other, reported at the line of the later key, and
+ * two pools of a page size on one node.
  * Returns 0 or the line of the first error, its text in @err.
  */
 static int check_whole(struct load_ctx *x, const char *text, size_t len,
@@ -575,7 +690,7 @@ static int check_whole(struct load_ctx *x, const char *text, size_t len,
 	int header[ZVMMD_NR_POOLS] = { 0 };
 	bool any = false;
 	enum walk_item it;
-	char s[64], msg[256];
+	char s[64], msg[384], name[24];
 
 	while ((it = walk_next(&w, s, sizeof(s))) != WALK_END) {
 		int i = pool_index(s);
@@ -583,7 +698,7 @@ static int check_whole(struct load_ctx *x, const char *text, size_t len,
 		if (it != WALK_SECTION)
 			continue;
 		if (i >= 0) {
-			x->c.pool[i].on = true;
+			pool_on(&x->c, (unsigned int)i);
 			if (!header[i])
 				header[i] = w.line;
 		} else if (strcmp(s, "service") && strcmp(s, "scrub") &&
@@ -592,13 +707,16 @@ static int check_whole(struct load_ctx *x, const char *text, size_t len,
 			whole_error(&k, w.line, "%s", msg);
 		}
 	}
-	for (int i = 0; i < ZVMMD_NR_POOLS; i++) {
+	for (unsigned int i = 0; i < ZVMMD_NR_POOLS; i++) {
 		if (!x->c.pool[i].on)
 			continue;
 		any = true;
-		check_pool(&k, &x->c.pool[i], &x->seen[i], pool_sections[i],
+		check_pool(&k, &x->c.pool[i], &x->seen[i],
+			   zvmmd_pool_section(i, name, sizeof(name)),
 			   header[i]);
 	}
+	for (unsigned int pg = 0; pg < ZVMMD_NR_PAGE_SIZES; pg++)
+		check_node_once(&k, x, pg, header);
 	if (!any)
 		whole_error(
 			&k, w.line > 0 ? w.line : 1,
@@ -742,7 +860,7 @@ static const char *size_or_0(uint64_t v, char *buf, size_t len)
 int zvmmd_config_format(const struct zvmmd_config *c, char *buf, size_t len)
 {
 	struct out o = { .buf = buf, .len = len };
-	char a[32], b[32], d[32], e[32];
+	char a[32], b[32], d[32], e[32], name[24];
 
 	put(&o, "[service]\nsocket = %s\ndir = %s\ngroup = %s\n", c->socket,
 	    c->dir, c->group);
@@ -751,16 +869,19 @@ int zvmmd_config_format(const struct zvmmd_config *c, char *buf, size_t len)
 
 		if (!p->on)
 			continue;
-		put(&o,
-		    "[%s]\nchunk = %s\nlow = %s\nhigh = %s\nmax = %s\nnode = ",
-		    pool_sections[i], size_label(p->chunk_bytes, a, sizeof(a)),
+		put(&o, "[%s]\nchunk = %s\nlow = %s\nhigh = %s\nmax = %s\n",
+		    zvmmd_pool_section(i, name, sizeof(name)),
+		    size_label(p->chunk_bytes, a, sizeof(a)),
 		    size_or_0(p->low, b, sizeof(b)),
 		    size_or_0(p->high, d, sizeof(d)),
 		    size_or_0(p->max, e, sizeof(e)));
+		/* A per-node section's name is its node: no key for it. */
+		if (zvmmd_pool_section_node(i) >= 0)
+			continue;
 		if (p->node < 0)
-			put(&o, "any\n");
+			put(&o, "node = any\n");
 		else
-			put(&o, "%d\n", p->node);
+			put(&o, "node = %d\n", p->node);
 	}
 	put(&o, "[scrub]\nrate = %s\ncpus = %s\npriority = %s\n",
 	    size_or_0(c->scrub_rate, a, sizeof(a)),

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../zeroing/policy.h"
+
 /*
  * zvmmd's configuration (zvmmd.conf(5)): an INI file read with libinih,
  * with the conventions and file:line errors of the zeroing policy
@@ -17,18 +19,59 @@
 #define ZVMMD_DEFAULT_DIR "/run/zvmm/chunks"
 #define ZVMMD_DEFAULT_GROUP "zvmm"
 
-/* The pools, one per page size: index of struct zvmmd_config's pool[]. */
-enum { ZVMMD_POOL_2M, ZVMMD_POOL_1G, ZVMMD_NR_POOLS };
+/* The page sizes served, in the order of their pools' slots. */
+enum { ZVMMD_PAGE_2M, ZVMMD_PAGE_1G, ZVMMD_NR_PAGE_SIZES };
+
+/*
+ * The pools: a slot of struct zvmmd_config's pool[] for each section a
+ * file may have. Each page size has 1 + ZERO_MAX_NODES slots in a row:
+ * its plain section ([pages.2M], node from its node key) first, then
+ * [pages.2M.node0] to [pages.2M.node63], whose node is in the name.
+ * ZVMMD_POOL_2M and ZVMMD_POOL_1G are the plain sections' slots.
+ */
+enum {
+	ZVMMD_POOLS_PER_PAGE = 1 + ZERO_MAX_NODES,
+	ZVMMD_POOL_2M = ZVMMD_PAGE_2M * ZVMMD_POOLS_PER_PAGE,
+	ZVMMD_POOL_1G = ZVMMD_PAGE_1G * ZVMMD_POOLS_PER_PAGE,
+	ZVMMD_NR_POOLS = ZVMMD_NR_PAGE_SIZES * ZVMMD_POOLS_PER_PAGE
+};
+
+/*
+ * The slot of page size @page_index (ZVMMD_PAGE_*) for the section of
+ * @section_node: -1 for the plain section, N for [pages.X.nodeN].
+ */
+static inline unsigned int zvmmd_pool_index(unsigned int page_index,
+					    int section_node)
+{
+	return page_index * ZVMMD_POOLS_PER_PAGE +
+	       (unsigned int)(section_node + 1);
+}
+
+/* The page size (ZVMMD_PAGE_*) of slot @i. */
+static inline unsigned int zvmmd_pool_page(unsigned int i)
+{
+	return i / ZVMMD_POOLS_PER_PAGE;
+}
+
+/* The node in the section name of slot @i, -1 for a plain section. */
+static inline int zvmmd_pool_section_node(unsigned int i)
+{
+	return (int)(i % ZVMMD_POOLS_PER_PAGE) - 1;
+}
 
 struct zvmmd_pool_cfg {
-	bool on; /* the section [pages.2M] / [pages.1G] is present */
+	bool on; /* the slot's section is present */
 	uint64_t page_bytes; /* 2 MiB or 1 GiB */
 	uint64_t chunk_bytes; /* chunk: one hugetlbfs file, default 1 GiB */
 	/* Zero bytes kept ready: refilled when below low, up to high. */
 	uint64_t low, high;
-	/* All bytes held for this page size (zero, leased, quarantined). */
+	/* All bytes held for this pool (zero, leased, quarantined). */
 	uint64_t max;
-	int node; /* NUMA node chunks are allocated on, -1: any */
+	/*
+	 * NUMA node chunks are allocated on, -1: any. A [pages.X.nodeN]
+	 * pool's is N once it is on (off, it is -1 as every default).
+	 */
+	int node;
 };
 
 struct zvmmd_config {
@@ -43,7 +86,7 @@ struct zvmmd_config {
 };
 
 /*
- * The defaults: the paths and group above, both pools off (1 GiB chunks,
+ * The defaults: the paths and group above, every pool off (1 GiB chunks,
  * nothing kept, any node), no scrub rate cap, any CPU, idle priority, a
  * recheck every 1000 ms. With no pool on it is not a valid config: a
  * file has to turn one on.
@@ -73,10 +116,18 @@ int zvmmd_config_load_string(const char *name, const char *text, size_t len,
 
 /*
  * Writes @c as a config file, every key explicit (a pool that is off
- * has no section), into @buf with a NUL. Returns its length, or -ENOSPC
+ * has no section, and a [pages.X.nodeN] no node key: its name is its
+ * node), into @buf with a NUL. Returns its length, or -ENOSPC
  * when @len bytes do not hold it. The text of a config that
  * zvmmd_config_load() returned loads back as the same config.
  */
 int zvmmd_config_format(const struct zvmmd_config *c, char *buf, size_t len);
+
+/*
+ * Writes the section name of slot @i ("pages.2M", "pages.1G.node3")
+ * into @buf with a NUL, cut to @len bytes; 24 bytes hold any. Returns
+ * @buf, for messages.
+ */
+const char *zvmmd_pool_section(unsigned int i, char *buf, size_t len);
 
 #endif

@@ -91,7 +91,7 @@ struct chunk {
 
 struct pool {
 	const struct zvmmd_pool_cfg *cfg;
-	char label[8]; /* "2M", "1G" */
+	char label[24]; /* "2M", "1G", "2M-node1" */
 	char dir[PATH_MAX];
 	int dirfd;
 	bool mounted;
@@ -129,16 +129,25 @@ struct client {
 	pid_t pid;
 	uid_t uid;
 	char comm[32];
+	bool refused; /* not root, not in the group: every message refused */
 	struct lease *lease;
 	struct client *next;
 };
+
+/*
+ * Refused peers kept open until they close, so each reads why (closing
+ * on a request still unread would reset the connection first); at most
+ * this many, then a refusal closes at once.
+ */
+#define MAX_REFUSED 16
+static unsigned int nr_refused;
 
 static struct ev listen_ev = { EV_LISTEN, NULL }, signal_ev = { EV_SIGNAL, NULL },
 		 timer_ev = { EV_TIMER, NULL };
 
 static struct {
 	struct zvmmd_config cfg;
-	struct pool pools[2];
+	struct pool pools[ZVMMD_NR_POOLS];
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	bool stop;
@@ -293,7 +302,7 @@ static void *filler(void *arg)
 		struct chunk *c;
 		int ret;
 
-		for (int i = 0; i < 2 && !p; i++)
+		for (int i = 0; i < ZVMMD_NR_POOLS && !p; i++)
 			if (fill_wanted(&d.pools[i]))
 				p = &d.pools[i];
 		if (!p) {
@@ -322,8 +331,8 @@ static void *filler(void *arg)
 		if (ret && ret != -ECANCELED && !p->fill_error) {
 			/* Said once; a lease or a return tries again. */
 			p->fill_error = -ret;
-			warn_("cannot fill a %s chunk of %s pages: %s (free hugepages short? raise nr_hugepages or lower [pages.%s] high)",
-			      p->label, p->label, strerror(-ret), p->label);
+			warn_("cannot fill a chunk of %s pages: %s (free hugepages short? raise nr_hugepages, or lower that pool's high)",
+			      p->label, strerror(-ret));
 		}
 	}
 	pthread_mutex_unlock(&d.lock);
@@ -333,7 +342,7 @@ static void *filler(void *arg)
 /* Something changed what the filler should do. With the lock held. */
 static void poke_filler(void)
 {
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < ZVMMD_NR_POOLS; i++)
 		d.pools[i].fill_error = 0;
 	pthread_cond_signal(&d.wake);
 }
@@ -489,7 +498,7 @@ static void lease_undo(struct lease *l)
 static void quarantine_check(void)
 {
 	pthread_mutex_lock(&d.lock);
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < ZVMMD_NR_POOLS; i++) {
 		struct pool *p = &d.pools[i];
 		struct chunk **pp = &p->quarantine, *c;
 		char comm[32];
@@ -514,13 +523,28 @@ static void quarantine_check(void)
 	pthread_mutex_unlock(&d.lock);
 }
 
-static struct pool *pool_of(uint64_t page_bytes)
+/*
+ * The pool a request of @page_bytes on @node draws from: the one kept on
+ * that node; for any node (-1), the one kept on any node, else the one
+ * with the most zeroed bytes. NULL when none is configured.
+ */
+static struct pool *pool_of(uint64_t page_bytes, int node)
 {
-	for (int i = 0; i < 2; i++)
-		if (d.pools[i].cfg->on &&
-		    d.pools[i].cfg->page_bytes == page_bytes)
-			return &d.pools[i];
-	return NULL;
+	struct pool *any = NULL, *best = NULL;
+
+	for (int i = 0; i < ZVMMD_NR_POOLS; i++) {
+		struct pool *p = &d.pools[i];
+
+		if (!p->cfg->on || p->cfg->page_bytes != page_bytes)
+			continue;
+		if (node >= 0 && p->cfg->node == node)
+			return p;
+		if (p->cfg->node < 0)
+			any = p;
+		if (!best || p->zero_bytes > best->zero_bytes)
+			best = p;
+	}
+	return any ? any : node < 0 ? best : NULL;
 }
 
 /*
@@ -530,27 +554,33 @@ static struct pool *pool_of(uint64_t page_bytes)
  */
 static int lease_make(struct client *cl, const struct zvmmd_lease_req *req)
 {
-	struct pool *p = pool_of(req->page_bytes);
+	struct pool *p;
 	uint64_t chunk, need, zero_n = 0, empty_n, want;
 	struct lease *l;
 	struct chunk *c, **tail;
 	char a[32], b[32];
 	int ret = 0;
 
+	pthread_mutex_lock(&d.lock);
+	p = pool_of(req->page_bytes, req->node);
+	pthread_mutex_unlock(&d.lock);
 	if (cl->lease)
 		return send_error(cl->fd, EBUSY,
 				  "this connection holds lease %u: one lease per connection, open another",
 				  cl->lease->id);
+	if (!p && req->node >= 0)
+		return send_error(cl->fd, EINVAL,
+				  "zvmmd keeps no %s pages on node %d: configure [pages.%s.node%d] in %s",
+				  size_label(req->page_bytes, a, sizeof(a)),
+				  req->node,
+				  size_label(req->page_bytes, b, sizeof(b)),
+				  req->node, "zvmmd.conf");
 	if (!p)
 		return send_error(cl->fd, EINVAL,
 				  "zvmmd keeps no %s pages: configure [pages.%s] in %s",
 				  size_label(req->page_bytes, a, sizeof(a)),
 				  size_label(req->page_bytes, b, sizeof(b)),
 				  "zvmmd.conf");
-	if (req->node >= 0 && p->cfg->node >= 0 && req->node != p->cfg->node)
-		return send_error(cl->fd, EINVAL,
-				  "zvmmd keeps %s pages on node %d, not %d",
-				  p->label, p->cfg->node, req->node);
 	chunk = p->cfg->chunk_bytes;
 	need = (req->bytes + chunk - 1) / chunk;
 	if (need > ZVMMD_MAX_CHUNKS)
@@ -607,9 +637,9 @@ static int lease_make(struct client *cl, const struct zvmmd_lease_req *req)
 		lease_undo(l);
 		if (ret == -ENOSPC)
 			return send_error(cl->fd, ENOMEM,
-					  "zvmmd may hold at most %s of %s pages ([pages.%s] max) and %s of it is in use: ask for less, or raise max",
+					  "zvmmd may hold at most %s of %s pages (that pool's max) and %s of it is in use: ask for less, or raise max",
 					  size_format(p->cfg->max, a, sizeof(a)),
-					  p->label, p->label,
+					  p->label,
 					  size_format(held_bytes(p) + zb, b,
 						      sizeof(b)));
 		return send_error(cl->fd, -ret,
@@ -719,7 +749,7 @@ static int send_status(int fd)
 
 	pools = json_object_new_array();
 	pthread_mutex_lock(&d.lock);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < ZVMMD_NR_POOLS; i++)
 		if (d.pools[i].cfg->on)
 			json_object_array_add(pools, pool_json(&d.pools[i]));
 	pthread_mutex_unlock(&d.lock);
@@ -748,6 +778,8 @@ static void client_drop(struct client *cl)
 		;
 	if (*pp)
 		*pp = cl->next;
+	if (cl->refused)
+		nr_refused--;
 	if (cl->lease) {
 		info_("lease %u of pid %d (%s) ended", cl->lease->id,
 		      (int)cl->pid, cl->comm);
@@ -760,6 +792,13 @@ static void client_drop(struct client *cl)
 		close(cl->pidfd);
 	}
 	free(cl);
+}
+
+static int refuse(int fd, uid_t uid)
+{
+	return send_error(fd, EACCES,
+			  "uid %u is not in group %s: zvmmd leases to root and that group (usermod -aG %s USER)",
+			  (unsigned int)uid, d.cfg.group, d.cfg.group);
 }
 
 /* Root, or a member of [service] group (its primary or another group). */
@@ -799,20 +838,23 @@ static void client_accept(void)
 		close(fd);
 		return;
 	}
-	if (!peer_allowed(fd, &uc)) {
-		(void)!send_error(fd, EACCES,
-				  "uid %u is not in group %s: zvmmd leases to root and that group (usermod -aG %s USER)",
-				  (unsigned int)uc.uid, d.cfg.group,
-				  d.cfg.group);
-		warn_("refused pid %d, uid %u: not in group %s", (int)uc.pid,
-		      (unsigned int)uc.uid, d.cfg.group);
-		close(fd);
-		return;
-	}
 	cl = calloc(1, sizeof(*cl));
 	if (!cl) {
 		close(fd);
 		return;
+	}
+	if (!peer_allowed(fd, &uc)) {
+		cl->refused = true;
+		cl->uid = uc.uid;
+		(void)!refuse(fd, uc.uid);
+		warn_("refused pid %d, uid %u: not in group %s", (int)uc.pid,
+		      (unsigned int)uc.uid, d.cfg.group);
+		if (nr_refused >= MAX_REFUSED) {
+			free(cl);
+			close(fd);
+			return;
+		}
+		nr_refused++;
 	}
 	cl->sock_ev = (struct ev){ EV_CLIENT, cl };
 	cl->pid_ev = (struct ev){ EV_PIDFD, cl };
@@ -857,6 +899,10 @@ static bool client_read(struct client *cl)
 		(void)!send_error(cl->fd, EMSGSIZE,
 				  "a message of %zd bytes: at most %d", n,
 				  ZVMMD_MSG_MAX);
+		return true;
+	}
+	if (cl->refused) {
+		(void)!refuse(cl->fd, cl->uid);
 		return true;
 	}
 	ret = zvmmd_parse(buf, (size_t)n, &m);
@@ -905,8 +951,10 @@ static int pool_open(struct pool *p)
 		return -errno;
 	if (statfs(p->dir, &sf) || sf.f_type != HUGETLBFS_MAGIC ||
 	    (uint64_t)sf.f_bsize != p->cfg->page_bytes) {
+		char ps[8];
+
 		snprintf(opts, sizeof(opts), "pagesize=%s,mode=0700",
-			 p->label);
+			 size_label(p->cfg->page_bytes, ps, sizeof(ps)));
 		if (mount("zvmmd", p->dir, "hugetlbfs", MS_NOSUID | MS_NODEV,
 			  opts))
 			return -errno;
@@ -1138,11 +1186,21 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	for (int i = 0; i < 2; i++) {
-		d.pools[i].cfg = &d.cfg.pool[i];
+	for (int i = 0; i < ZVMMD_NR_POOLS; i++) {
+		const struct zvmmd_pool_cfg *pc = &d.cfg.pool[i];
+		char ps[8];
+
+		d.pools[i].cfg = pc;
 		d.pools[i].dirfd = -1;
-		snprintf(d.pools[i].label, sizeof(d.pools[i].label), "%s",
-			 i ? "1G" : "2M");
+		/* Its mount's and its chunks' names: 2M, 2M-node1, ... */
+		size_label(pc->page_bytes ? pc->page_bytes : SZ_2M, ps,
+			   sizeof(ps));
+		if (pc->node >= 0)
+			snprintf(d.pools[i].label, sizeof(d.pools[i].label),
+				 "%s-node%d", ps, pc->node);
+		else
+			snprintf(d.pools[i].label, sizeof(d.pools[i].label),
+				 "%s", ps);
 		if (!d.cfg.pool[i].on)
 			continue;
 		ret = pool_open(&d.pools[i]);
@@ -1192,7 +1250,7 @@ out:
 		pthread_join(d.filler, NULL);
 	while (d.clients)
 		client_drop(d.clients);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < ZVMMD_NR_POOLS; i++)
 		if (d.cfg.pool[i].on)
 			pool_close(&d.pools[i]);
 	if (d.bound)

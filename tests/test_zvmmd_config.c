@@ -125,6 +125,40 @@ Test(zvmmd_config, dist_file_1g_section_loads)
 	cr_assert_eq(c.pool[ZVMMD_POOL_1G].max, 64 * SZ_1G);
 }
 
+/* So is its commented two-node example, besides the [pages.2M] on. */
+Test(zvmmd_config, dist_file_two_node_example_loads)
+{
+	FILE *f = fopen("dist/zvmmd.conf", "r");
+	char text[8192], *p;
+	size_t n;
+
+	cr_assert_not_null(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	p = strstr(text, ";[pages.2M.node0]");
+	cr_assert_not_null(p);
+	for (; *p == ';'; p = strchr(p, '\n') + 1)
+		memmove(p, p + 1, strlen(p + 1) + 1);
+	cr_assert_eq(zvmmd_config_load_string("dist", text, strlen(text), &c,
+					      err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert(c.pool[ZVMMD_POOL_2M].on);
+	cr_assert_eq(c.pool[ZVMMD_POOL_2M].node, -1);
+	for (int node = 0; node < 2; node++) {
+		const struct zvmmd_pool_cfg *pc =
+			&c.pool[zvmmd_pool_index(ZVMMD_PAGE_2M, node)];
+
+		cr_assert(pc->on);
+		cr_assert_eq(pc->node, node);
+		cr_assert_eq(pc->chunk_bytes, 256 * SZ_1M);
+		cr_assert_eq(pc->low, 2 * SZ_1G);
+		cr_assert_eq(pc->high, 4 * SZ_1G);
+		cr_assert_eq(pc->max, 16 * SZ_1G);
+	}
+	cr_assert_not(c.pool[zvmmd_pool_index(ZVMMD_PAGE_2M, 2)].on);
+}
+
 Test(zvmmd_config, every_key_good_values)
 {
 	cr_assert_eq(
@@ -147,12 +181,12 @@ Test(zvmmd_config, every_key_good_values)
 	cr_assert_eq(c.pool[0].high, 3 * SZ_1G);
 	cr_assert_eq(c.pool[0].max, 8 * SZ_1G);
 	cr_assert_eq(c.pool[0].node, 1);
-	cr_assert(c.pool[1].on);
-	cr_assert_eq(c.pool[1].page_bytes, SZ_1G);
-	cr_assert_eq(c.pool[1].chunk_bytes, 2 * SZ_1G);
-	cr_assert_eq(c.pool[1].high, 0);
-	cr_assert_eq(c.pool[1].max, 64 * SZ_1G);
-	cr_assert_eq(c.pool[1].node, -1);
+	cr_assert(c.pool[ZVMMD_POOL_1G].on);
+	cr_assert_eq(c.pool[ZVMMD_POOL_1G].page_bytes, SZ_1G);
+	cr_assert_eq(c.pool[ZVMMD_POOL_1G].chunk_bytes, 2 * SZ_1G);
+	cr_assert_eq(c.pool[ZVMMD_POOL_1G].high, 0);
+	cr_assert_eq(c.pool[ZVMMD_POOL_1G].max, 64 * SZ_1G);
+	cr_assert_eq(c.pool[ZVMMD_POOL_1G].node, -1);
 	cr_assert_eq(c.scrub_rate, 4 * SZ_1G);
 	cr_assert_str_eq(c.scrub_cpus, "0-3,6");
 	cr_assert_not(c.scrub_idle);
@@ -432,6 +466,257 @@ Test(zvmmd_config, format_round_trips)
 	cr_assert(strstr(buf, "rate = 4097\ncpus = any\npriority = idle\n"),
 		  "%s", buf);
 	cr_assert_null(strstr(buf, "[pages.2M]"), "%s", buf);
+}
+
+/*
+ * The pools' slots: each page size's plain section, then one per node,
+ * and the names and page sizes that go with them.
+ */
+Test(zvmmd_config, pool_slots)
+{
+	char name[24];
+
+	cr_assert_eq(ZVMMD_NR_POOLS, 2 * (1 + ZERO_MAX_NODES));
+	cr_assert_eq(ZVMMD_POOL_2M, 0);
+	cr_assert_eq(ZVMMD_POOL_1G, 1 + ZERO_MAX_NODES);
+	cr_assert_eq(zvmmd_pool_index(ZVMMD_PAGE_2M, -1), ZVMMD_POOL_2M);
+	cr_assert_eq(zvmmd_pool_index(ZVMMD_PAGE_1G, -1), ZVMMD_POOL_1G);
+	cr_assert_eq(zvmmd_pool_index(ZVMMD_PAGE_2M, 0), 1);
+	cr_assert_eq(zvmmd_pool_index(ZVMMD_PAGE_1G, ZERO_MAX_NODES - 1),
+		     ZVMMD_NR_POOLS - 1);
+	for (unsigned int i = 0; i < ZVMMD_NR_POOLS; i++) {
+		unsigned int pg = zvmmd_pool_page(i);
+		int node = zvmmd_pool_section_node(i);
+
+		cr_assert_eq(zvmmd_pool_index(pg, node), i);
+		cr_assert_eq(c.pool[i].page_bytes,
+			     pg == ZVMMD_PAGE_2M ? SZ_2M : SZ_1G);
+	}
+	cr_assert_str_eq(zvmmd_pool_section(ZVMMD_POOL_2M, name, sizeof(name)),
+			 "pages.2M");
+	cr_assert_str_eq(zvmmd_pool_section(ZVMMD_POOL_1G, name, sizeof(name)),
+			 "pages.1G");
+	cr_assert_str_eq(zvmmd_pool_section(zvmmd_pool_index(ZVMMD_PAGE_2M, 0),
+					    name, sizeof(name)),
+			 "pages.2M.node0");
+	cr_assert_str_eq(zvmmd_pool_section(ZVMMD_NR_POOLS - 1, name,
+					    sizeof(name)),
+			 "pages.1G.node63");
+}
+
+/* A [pages.X.nodeN] is a pool of its own, on node N. */
+Test(zvmmd_config, per_node_section_loads_with_its_node)
+{
+	unsigned int i = zvmmd_pool_index(ZVMMD_PAGE_2M, 1);
+
+	cr_assert_eq(load_text("[pages.2M.node1]\nchunk = 256M\nlow = 1G\n"
+			       "high = 2G\nmax = 4G\n"),
+		     0, "%s", err);
+	for (unsigned int j = 0; j < ZVMMD_NR_POOLS; j++)
+		cr_assert_eq(c.pool[j].on, j == i, "slot %u", j);
+	cr_assert_eq(c.pool[i].node, 1);
+	cr_assert_eq(c.pool[i].page_bytes, SZ_2M);
+	cr_assert_eq(c.pool[i].chunk_bytes, 256 * SZ_1M);
+	cr_assert_eq(c.pool[i].low, SZ_1G);
+	cr_assert_eq(c.pool[i].high, 2 * SZ_1G);
+	cr_assert_eq(c.pool[i].max, 4 * SZ_1G);
+
+	/* max from high, as for a plain section; node 63 the last. */
+	i = zvmmd_pool_index(ZVMMD_PAGE_1G, 63);
+	cr_assert_eq(load_text("[pages.1G.node63]\nhigh = 8G\n"), 0, "%s", err);
+	cr_assert(c.pool[i].on);
+	cr_assert_eq(c.pool[i].node, 63);
+	cr_assert_eq(c.pool[i].page_bytes, SZ_1G);
+	cr_assert_eq(c.pool[i].max, 8 * SZ_1G);
+	cr_assert_not(c.pool[ZVMMD_POOL_1G].on);
+}
+
+/* Pools of one page size on several nodes, and a plain one besides. */
+Test(zvmmd_config, several_nodes_together)
+{
+	unsigned int n0 = zvmmd_pool_index(ZVMMD_PAGE_2M, 0),
+		     n1 = zvmmd_pool_index(ZVMMD_PAGE_2M, 1),
+		     g1 = zvmmd_pool_index(ZVMMD_PAGE_1G, 1);
+
+	cr_assert_eq(load_text("[pages.2M.node0]\nhigh = 4G\n"
+			       "[pages.2M.node1]\nlow = 1G\nhigh = 2G\n"
+			       "[pages.2M]\nmax = 1G\nnode = 2\n"
+			       "[pages.1G.node1]\nhigh = 8G\n"
+			       "[pages.1G]\nhigh = 1G\nnode = 0\n"),
+		     0, "%s", err);
+	cr_assert(c.pool[n0].on && c.pool[n1].on && c.pool[g1].on);
+	cr_assert(c.pool[ZVMMD_POOL_2M].on && c.pool[ZVMMD_POOL_1G].on);
+	cr_assert_eq(c.pool[n0].node, 0);
+	cr_assert_eq(c.pool[n0].high, 4 * SZ_1G);
+	cr_assert_eq(c.pool[n0].low, 0);
+	cr_assert_eq(c.pool[n1].node, 1);
+	cr_assert_eq(c.pool[n1].low, SZ_1G);
+	cr_assert_eq(c.pool[n1].high, 2 * SZ_1G);
+	cr_assert_eq(c.pool[ZVMMD_POOL_2M].node, 2);
+	cr_assert_eq(c.pool[ZVMMD_POOL_2M].max, SZ_1G);
+	/* The same node for another page size is another pool. */
+	cr_assert_eq(c.pool[g1].node, 1);
+	cr_assert_eq(c.pool[g1].page_bytes, SZ_1G);
+	cr_assert_eq(c.pool[ZVMMD_POOL_1G].node, 0);
+
+	/* A section met again is the same pool; the last value wins. */
+	cr_assert_eq(load_text("[pages.2M.node0]\nhigh = 4G\n"
+			       "[pages.2M]\nhigh = 2G\nnode = 0\n"
+			       "[pages.2M.node0]\nhigh = 8G\n"
+			       "[pages.2M]\nnode = any\n"),
+		     0, "%s", err);
+	cr_assert_eq(c.pool[n0].high, 8 * SZ_1G);
+	cr_assert_eq(c.pool[ZVMMD_POOL_2M].node, -1);
+}
+
+/* @text is refused at @line, saying @says, and @c is left as it was. */
+static void expect_error(const char *text, int line, const char *says)
+{
+	struct zvmmd_config before;
+	char want[96];
+
+	memset(&c, 0x5a, sizeof(c));
+	before = c;
+	cr_assert_eq(load_text(text), -EINVAL, "%s", text);
+	snprintf(want, sizeof(want), "%s:%d: ", path, line);
+	cr_assert(strstr(err, want) == err, "%s: want '%s', got '%s'", text,
+		  want, err);
+	cr_assert(strstr(err, says), "%s: want '%s', got '%s'", text, says,
+		  err);
+	cr_assert_eq(memcmp(&c, &before, sizeof(c)), 0, "%s", text);
+}
+
+/* One pool per page size and node: the later of two is refused. */
+Test(zvmmd_config, same_node_twice_is_an_error)
+{
+	expect_error(
+		"[pages.2M]\nhigh = 4G\nnode = 1\n\n[pages.2M.node1]\n"
+		"high = 4G\n",
+		5,
+		"[pages.2M.node1] is a second pool of 2M pages on node 1, after node = 1 in [pages.2M] at line 3: give a page size one pool per node");
+	expect_error(
+		"[pages.1G.node2]\nhigh = 4G\n[pages.1G]\nhigh = 4G\n"
+		"node = 2\n",
+		5,
+		"node = 2 in [pages.1G] makes a second pool of 1G pages on node 2, after [pages.1G.node2] at line 1: give a page size one pool per node");
+	/* The section's first line counts, as for its other errors. */
+	expect_error("[pages.2M]\nnode = 0\nhigh = 2G\n[pages.2M.node0]\n"
+		     "high = 2G\n[pages.2M.node0]\n[pages.2M]\nhigh = 4G\n",
+		     4, "[pages.2M.node0] is a second pool");
+	/* The first error by line, whichever check finds it. */
+	expect_error("[pages.2M]\nhigh = 4G\nnode = 1\nlow = 8G\n"
+		     "[pages.2M.node1]\nhigh = 4G\n",
+		     4, "low '8G' is above high '4G'");
+	expect_error("[pages.2M]\nhigh = 4G\nnode = 1\n[pages.2M.node1]\n"
+		     "high = 4G\nlow = 8G\n",
+		     4, "[pages.2M.node1] is a second pool");
+}
+
+Test(zvmmd_config, node_key_in_a_per_node_section_is_refused)
+{
+	expect_error(
+		"[pages.2M.node1]\nhigh = 4G\nnode = 1\n", 3,
+		"key 'node' not allowed in [pages.2M.node1]: its node, 1, is in the section name; remove the key");
+	expect_error("[pages.1G.node0]\n\nnode = any\nhigh = 1G\n", 3,
+		     "key 'node' not allowed in [pages.1G.node0]: its node, 0");
+	expect_error(
+		"[pages.2M.node3]\nsize = 1G\n", 2,
+		"unknown key 'size' in [pages.2M.node3]: expected chunk, low, high or max");
+}
+
+Test(zvmmd_config, bad_per_node_sections_are_refused)
+{
+	static const char *const names[] = {
+		"pages.2M.nodeX",  "pages.2M.node999", "pages.2M.node64",
+		"pages.2M.node01", "pages.2M.node",    "pages.2M.node-1",
+		"pages.2M.node 1", "pages.2M.node1x",  "pages.2M.",
+		"pages.2M.numa1",
+	};
+	char text[128], says[160];
+
+	for (unsigned int i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(
+			says, sizeof(says),
+			"unknown section [%s]: expected [pages.2M] or [pages.2M.node<N>], N a node number from 0 to 63",
+			names[i]);
+		/* At the key that libinih gives, else at the section. */
+		snprintf(text, sizeof(text), "[%s]\nhigh = 4G\n", names[i]);
+		expect_error(text, 2, says);
+		snprintf(text, sizeof(text), POOL "[%s]\n", names[i]);
+		expect_error(text, 3, says);
+	}
+	expect_error(
+		"[pages.1G.node64]\nhigh = 4G\n", 2,
+		"unknown section [pages.1G.node64]: expected [pages.1G] or [pages.1G.node<N>]");
+	expect_error(
+		"[pages.4M.node0]\nhigh = 4G\n", 2,
+		"unknown page size [pages.4M.node0]: expected [pages.2M] or [pages.1G], or [pages.2M.node<N>] or [pages.1G.node<N>]");
+	expect_error("[pages.2Mnode0]\nhigh = 4G\n", 2,
+		     "unknown page size [pages.2Mnode0]");
+	/* The checks of a pool name its section. */
+	expect_error("[pages.1G.node5]\nlow = 1G\n", 1,
+		     "[pages.1G.node5] holds no memory");
+	expect_error("[pages.2M.node2]\nhigh = 4G\nlow = 8G\n", 3,
+		     "low '8G' is above high '4G'");
+	/* Still no pool at all without a [pages.*] section. */
+	expect_error("[scrub]\nrate = 0\n", 2,
+		     "no [pages.2M] or [pages.1G] section");
+}
+
+/* Several pools, per-node ones among them, written and read back. */
+Test(zvmmd_config, format_round_trips_per_node_pools)
+{
+	static char text[16384], buf[32768];
+	struct zvmmd_config d;
+	size_t off = 0;
+	char name[24];
+	int n;
+
+	cr_assert_eq(load_text("[pages.1G.node1]\nlow = 2G\nhigh = 4G\n"
+			       "[pages.2M.node63]\nchunk = 2M\nhigh = 2M\n"
+			       "[pages.2M]\nchunk = 256M\nhigh = 1G\n"
+			       "node = 5\n"
+			       "[pages.2M.node0]\nchunk = 256M\nhigh = 2G\n"
+			       "max = 16G\n"),
+		     0, "%s", err);
+	n = zvmmd_config_format(&c, buf, sizeof(buf));
+	cr_assert(n > 0 && (size_t)n == strlen(buf), "%d", n);
+	/* In slot order, a per-node section without a node key. */
+	cr_assert(strstr(buf, "[pages.2M]\nchunk = 256M\nlow = 0\nhigh = 1G\n"
+			      "max = 1G\nnode = 5\n"
+			      "[pages.2M.node0]\nchunk = 256M\nlow = 0\n"
+			      "high = 2G\nmax = 16G\n"
+			      "[pages.2M.node63]\nchunk = 2M\nlow = 0\n"
+			      "high = 2M\nmax = 2M\n"
+			      "[pages.1G.node1]\nchunk = 1G\nlow = 2G\n"
+			      "high = 4G\nmax = 4G\n[scrub]\n"),
+		  "%s", buf);
+	memset(&d, 0x5a, sizeof(d));
+	cr_assert_eq(zvmmd_config_load_string("formatted", buf, (size_t)n, &d,
+					      err, sizeof(err)),
+		     0, "%s\n%s", err, buf);
+	cr_assert_eq(memcmp(&c, &d, sizeof(c)), 0, "%s", buf);
+
+	/* Every pool on at once. */
+	for (unsigned int i = 0; i < ZVMMD_NR_POOLS; i++) {
+		off += (size_t)snprintf(
+			text + off, sizeof(text) - off, "[%s]\nhigh = %uG\n",
+			zvmmd_pool_section(i, name, sizeof(name)), i + 1);
+		cr_assert(off < sizeof(text));
+	}
+	cr_assert_eq(load_text(text), 0, "%s", err);
+	n = zvmmd_config_format(&c, buf, sizeof(buf));
+	cr_assert(n > 0, "%d", n);
+	memset(&d, 0x5a, sizeof(d));
+	cr_assert_eq(zvmmd_config_load_string("formatted", buf, (size_t)n, &d,
+					      err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(memcmp(&c, &d, sizeof(c)), 0);
+	for (unsigned int i = 0; i < ZVMMD_NR_POOLS; i++) {
+		cr_assert(d.pool[i].on);
+		cr_assert_eq(d.pool[i].high, (i + 1) * SZ_1G);
+		cr_assert_eq(d.pool[i].node, zvmmd_pool_section_node(i));
+	}
 }
 
 /* The longest values a file takes still fit libinih's line. */
