@@ -273,8 +273,11 @@ static int chunk_fill(struct pool *p, struct chunk *c)
 	}
 	munmap(addr, c->bytes);
 	if (!ret) {
+		/* The status reads these under the lock. */
+		pthread_mutex_lock(&d.lock);
 		p->filled_bytes += c->bytes;
 		p->fill_seconds += clock_now() - t0;
+		pthread_mutex_unlock(&d.lock);
 	}
 	return ret;
 }
@@ -1243,7 +1246,8 @@ int main(int argc, char **argv)
 	ret = loop();
 out:
 	pthread_mutex_lock(&d.lock);
-	d.stop = true;
+	/* Atomic: chunk_fill() reads it without the lock, between pages. */
+	__atomic_store_n(&d.stop, true, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&d.wake);
 	pthread_mutex_unlock(&d.lock);
 	if (d.filler_on)
