@@ -392,6 +392,8 @@ Test(zvmmd, a_client_killed_with_9)
 			_exit(1);
 		mark(&l);
 		(void)!write(wfd[1], "x", 1);
+		/* Killed by the test; never outliving a test that failed. */
+		alarm(60);
 		pause();
 		_exit(0);
 	}
@@ -428,6 +430,8 @@ Test(zvmmd, a_chunk_a_child_still_holds_is_quarantined)
 			_exit(1);
 		child = fork();
 		if (!child) {
+			/* A failed test must not leave it holding hugepages. */
+			alarm(60);
 			/* Keeps the chunk's fd, not the socket. */
 			close(l.sock);
 			(void)!write(ready[1], &st.st_ino, sizeof(st.st_ino));
