@@ -183,7 +183,8 @@ const char *zero_backend_source_name(enum zero_backend_source s);
  * holds @chunk, else from a measurement over zero_auto_bytes() of
  * @scratch (memory the caller will clear anyway) or, when @scratch_bytes
  * is smaller, of a buffer of its own; backends that lost the first pass
- * of a trusted profile's other chunk sizes are not measured again. With @keep, a measurement is added to the profile
+ * of a trusted profile's other chunk sizes are not measured again. With
+ * @keep, a measurement is added to the profile
  * at @profile_path (created, or replaced when it was for another
  * machine), so the next launch reads it: the measurement is paid once
  * per machine; a profile that cannot be written is said once and the
@@ -194,6 +195,18 @@ int zero_backend_auto(uint64_t chunk, const char *profile_path, bool keep,
 		      void *scratch, uint64_t scratch_bytes,
 		      const struct zero_backend **out, double *gbps,
 		      enum zero_backend_source *from)
+	__attribute__((warn_unused_result));
+
+/*
+ * zero_backend_auto() for a caller that has just read @profile_path with
+ * zero_profile_read() and got 0 into @read: the profile is not read (and
+ * the machine not probed) a second time.
+ */
+int zero_backend_auto_read(uint64_t chunk, const char *profile_path,
+			   const struct zero_profile *read, bool keep,
+			   void *scratch, uint64_t scratch_bytes,
+			   const struct zero_backend **out, double *gbps,
+			   enum zero_backend_source *from)
 	__attribute__((warn_unused_result));
 
 #endif
