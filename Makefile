@@ -425,7 +425,7 @@ test: test-arm64 test-unit
 # The suite (bench/suite.sh, root, ~10 min): backends, launch against
 # QEMU, fault latency against chunk size; report, JSON and plots in
 # bench/results/. bench-smoke runs one small size per method (CI).
-bench: $(O)/zvmm $(ZVMMD) $(O)/bench/poison
+bench: $(O)/zvmm $(ZVMMD) $(O)/bench/poison $(O)/bench/membw
 	$(Q)ZVMM=$(O)/zvmm ELF=$(GUEST_ELF) POISON=$(O)/bench/poison \
 		bash bench/suite.sh
 
@@ -442,10 +442,16 @@ $(O)/bench/poison: bench/tools/poison.c
 	$(quiet) CC $@
 	$(Q)$(CC) $(CFLAGS) -o $@ $<
 
+$(O)/bench/membw: bench/tools/membw.c
+	@mkdir -p $(dir $@)
+	$(quiet) CC $@
+	$(Q)$(CC) $(CFLAGS) -o $@ $<
+
 # Launch and demand benchmarks against QEMU and across policies (root).
 # zvmmd's launch storm alone (bench/storm.sh; also section 7 of make bench).
-bench-storm: $(O)/zvmm $(ZVMMD)
-	$(Q)ZVMM=$(O)/zvmm ZVMMD=$(ZVMMD) ELF=$(GUEST_ELF) bash bench/storm.sh
+bench-storm: $(O)/zvmm $(ZVMMD) $(O)/bench/membw
+	$(Q)ZVMM=$(O)/zvmm ZVMMD=$(ZVMMD) ELF=$(GUEST_ELF) \
+		MEMBW=$(O)/bench/membw bash bench/storm.sh
 
 bench-launch: $(O)/zvmm
 	$(Q)ZVMM=$(O)/zvmm ELF=$(GUEST_ELF) bash bench/launch.sh

@@ -11,20 +11,25 @@
 # with zvmm's same measure beside it), the median, and the host CPU seconds
 # the whole storm took (zvmmd's own CPU time for the zvmmd row, zeroing
 # included; the launching processes' for every row). Then a running
-# guest's touch rate with zvmmd filling chunks at idle against an idle host.
+# guest's touch rate with zvmmd filling chunks at idle against an idle host,
+# and what the filling takes from the memory bandwidth of a busy vCPU: a
+# guest here is emulated (PVM) and cannot load memory itself, so a writer
+# pinned to one core (bench/tools/membw.c) stands in for it, the filler
+# taking the other core at idle priority as it would on a host.
 #
-# Usage (root): bench/storm.sh   Environment: N=16, ZVMM, ZVMMD, ELF.
+# Usage (root): bench/storm.sh   Environment: N=16, ZVMM, ZVMMD, ELF, MEMBW.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ZVMM=${ZVMM:-build/zvmm}
 ZVMMD=${ZVMMD:-build/zvmmd}
 ELF=${ELF:-build/guest/touch.elf}
+MEMBW=${MEMBW:-$(dirname "$ZVMM")/bench/membw}
 N=${N:-16}
 CMDLINE="stride=2M verify=8"
 
 [ "$(id -u)" = 0 ] || { echo "storm.sh: run as root (zvmmd, hugepages)" >&2; exit 3; }
-[ -x "$ZVMM" ] && [ -x "$ZVMMD" ] && [ -f "$ELF" ] ||
+[ -x "$ZVMM" ] && [ -x "$ZVMMD" ] && [ -f "$ELF" ] && [ -x "$MEMBW" ] ||
 	{ echo "storm.sh: run make first" >&2; exit 2; }
 command -v qemu-system-x86_64 >/dev/null ||
 	{ echo "storm.sh: needs qemu-system-x86 (make deps)" >&2; exit 3; }
@@ -199,3 +204,68 @@ for _ in 1 2 3; do
 done
 printf 'touch rate of a 1 GiB guest, one write per 64 KiB (GB/s of memory walked, median of 3): idle host %s, zvmmd filling 3 GiB at idle %s\n' \
 	"$(echo "$idle" | median)" "$(echo "$busy" | median)"
+
+# --- a busy vCPU's memory bandwidth: idle host, zvmmd filling beside it
+# One writer on CPU 0 over 1 GiB (past any LLC we have met) for 2 s; once
+# it is warm, zvmmd starts empty and fills 8 GiB of 2 MiB pages (longer
+# than the window at the kernel's clearing rate), without a rate cap,
+# then capped at 1 GB/s. Median of 3 each; the filled bytes say how far
+# the filler got by the end.
+# In this shell, not a $(...) subshell: a zvmmd started there would hold
+# the substitution's pipe open. Appends "GB/s filled-bytes" to $2.
+bw_run() {
+	local conf=$1 out=$2 f=0 mpid
+	taskset -c 0 "$MEMBW" 2 $((1 << 30)) >"$work/bw.out" &
+	mpid=$!
+	for _ in $(seq 1000); do grep -q warm "$work/bw.out" && break; sleep 0.01; done
+	if [ -n "$conf" ]; then
+		"$ZVMMD" --config "$conf" >/dev/null 2>>"$work/zvmmd.log" &
+		zpid=$!
+	fi
+	wait "$mpid"
+	if [ -n "$conf" ]; then
+		f=$("$ZVMM" pool status --socket "$work/zvmmd.sock" --json - 2>/dev/null |
+			grep -o '"scrubbed_bytes":[0-9]*' | head -1 | cut -d: -f2)
+		kill "$zpid" 2>/dev/null && wait "$zpid" 2>/dev/null
+		zpid=""
+	fi
+	echo "$(tail -1 "$work/bw.out") ${f:-0}" >>"$out"
+}
+[ -n "$zpid" ] && kill "$zpid" 2>/dev/null && wait "$zpid" 2>/dev/null
+zpid=""
+cat >"$work/bw.conf" <<EOF
+[service]
+socket = $work/zvmmd.sock
+dir = $work/chunks
+group = root
+[pages.2M]
+chunk = 1G
+low = 8G
+high = 8G
+max = 8G
+EOF
+sed 's/^max = 8G$/max = 8G\n[scrub]\nrate = 1G/' "$work/bw.conf" >"$work/bwcap.conf"
+echo "$saved1" >"$g1"
+echo $((saved2 + 4096)) >"$g2"
+: >"$work/bw.idle"
+: >"$work/bw.fill"
+: >"$work/bw.cap"
+for _ in 1 2 3; do
+	bw_run "" "$work/bw.idle"
+done
+for _ in 1 2 3; do
+	bw_run "$work/bw.conf" "$work/bw.fill"
+done
+for _ in 1 2 3; do
+	bw_run "$work/bwcap.conf" "$work/bw.cap"
+done
+[ -n "$zpid" ] && kill "$zpid" 2>/dev/null && wait "$zpid" 2>/dev/null
+zpid=""
+mi=$(awk '{print $1}' "$work/bw.idle" | median)
+mf=$(awk '{print $1}' "$work/bw.fill" | median)
+mc=$(awk '{print $1}' "$work/bw.cap" | median)
+ff=$(awk '{print $2 / 2^30}' "$work/bw.fill" | median)
+fc=$(awk '{print $2 / 2^30}' "$work/bw.cap" | median)
+printf 'memory bandwidth of a busy vCPU (one core writing 1 GiB over and over, GB/s, median of 3): idle host %s; zvmmd filling on the other core %s (%.2fx, %s GiB filled meanwhile); capped at [scrub] rate = 1G %s (%.2fx, %s GiB filled)\n' \
+	"$mi" "$mf" "$(awk "BEGIN {print $mf / $mi}")" "$ff" \
+	"$mc" "$(awk "BEGIN {print $mc / $mi}")" "$fc"

@@ -445,6 +445,7 @@ child env OUT="$OUT" ZVMM="$ZVMM" POISON="$POISON" GIB="$NEWUSER_GIB" \
 if [ "$SMOKE" = 0 ]; then
 	progress "launch storm: zvmmd, warm pool, QEMU (bench/storm.sh)"
 	child env ZVMM="$ZVMM" ZVMMD="${ZVMMD:-$(dirname "$ZVMM")/zvmmd}" \
+		MEMBW="${MEMBW:-$(dirname "$ZVMM")/bench/membw}" \
 		ELF="$ELF" bash bench/storm.sh >"$OUT/storm.md" 2>>"$LOG" || true
 fi
 
