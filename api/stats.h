@@ -92,7 +92,7 @@
 	X("pool", "record_written", BOOL, s->record_written,                      \
 	  "a state record now vouches for the pool")                              \
 	X("pool", "foreign_pages", U64, s->foreign_pages,                         \
-	  "pages another process allocated behind zvmm's back, found")          \
+	  "pages another process allocated behind zvmm's back, found")            \
 	X("service", "zero_bytes", U64, s->service_zero_bytes,                    \
 	  "leased from zvmmd already zero (0: not leased)")                       \
 	X("service", "empty_bytes", U64, s->service_empty_bytes,                  \

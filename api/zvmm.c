@@ -51,8 +51,7 @@
 #endif
 
 int zvmm_mem_check_0_2(const struct zvmm_mem *mem);
-unsigned int zvmm_backends_0_2(struct zvmm_backend_info *out,
-			       unsigned int max);
+unsigned int zvmm_backends_0_2(struct zvmm_backend_info *out, unsigned int max);
 int zvmm_guest_open_0_2(const struct zvmm_mem *mem,
 			const struct zvmm_policy *pol, struct zvmm_guest **out);
 
@@ -509,8 +508,8 @@ void zvmm_calibration_free(struct zvmm_calibration *c)
 /* -------------------------------------------------------------- guest */
 
 ZVMM_VERSIONED("zvmm_guest_open@@ZVMM_0.2")
-int zvmm_guest_open_0_2(const struct zvmm_mem *mem, const struct zvmm_policy *pol,
-		    struct zvmm_guest **out)
+int zvmm_guest_open_0_2(const struct zvmm_mem *mem,
+			const struct zvmm_policy *pol, struct zvmm_guest **out)
 {
 	struct zero_guest_cfg cfg = { .pol = pol ? &pol->pol : NULL,
 				      .quiet = true };
@@ -1011,8 +1010,8 @@ static void mem_from_0_1(const struct zvmm_mem_0_1 *old, struct zvmm_mem *m)
 	m->fd = old->fd;
 }
 
-ZVMM_VERSIONED("zvmm_mem_check@ZVMM_0") int
-zvmm_mem_check_0_1(const struct zvmm_mem_0_1 *mem)
+ZVMM_VERSIONED("zvmm_mem_check@ZVMM_0")
+int zvmm_mem_check_0_1(const struct zvmm_mem_0_1 *mem)
 {
 	struct zvmm_mem m;
 
@@ -1022,9 +1021,9 @@ zvmm_mem_check_0_1(const struct zvmm_mem_0_1 *mem)
 	return zvmm_mem_check_0_2(&m);
 }
 
-ZVMM_VERSIONED("zvmm_guest_open@ZVMM_0") int
-zvmm_guest_open_0_1(const struct zvmm_mem_0_1 *mem,
-		    const struct zvmm_policy *pol, struct zvmm_guest **out)
+ZVMM_VERSIONED("zvmm_guest_open@ZVMM_0")
+int zvmm_guest_open_0_1(const struct zvmm_mem_0_1 *mem,
+			const struct zvmm_policy *pol, struct zvmm_guest **out)
 {
 	struct zvmm_mem m;
 
@@ -1034,8 +1033,9 @@ zvmm_guest_open_0_1(const struct zvmm_mem_0_1 *mem,
 	return zvmm_guest_open_0_2(&m, pol, out);
 }
 
-ZVMM_VERSIONED("zvmm_backends@ZVMM_0") unsigned int
-zvmm_backends_0_1(struct zvmm_backend_info_0_1 *out, unsigned int max)
+ZVMM_VERSIONED("zvmm_backends@ZVMM_0")
+unsigned int zvmm_backends_0_1(struct zvmm_backend_info_0_1 *out,
+			       unsigned int max)
 {
 	struct zvmm_backend_info info;
 	unsigned int n = zero_backend_count();

@@ -188,14 +188,15 @@ static int image_open(const char *path, uint64_t limit, struct image *im)
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !st.st_size ||
 	    st.st_size > IMAGE_MAX) {
 		close(fd);
-		return fail(-EINVAL,
-			    "--guest %s: not a regular file of 1 byte to %d MiB",
-			    path, IMAGE_MAX >> 20);
+		return fail(
+			-EINVAL,
+			"--guest %s: not a regular file of 1 byte to %d MiB",
+			path, IMAGE_MAX >> 20);
 	}
 	p = malloc((size_t)st.st_size);
 	while (p && got < (size_t)st.st_size &&
-	       (n = pread(fd, p + got, (size_t)st.st_size - got,
-			  (off_t)got)) > 0)
+	       (n = pread(fd, p + got, (size_t)st.st_size - got, (off_t)got)) >
+		       0)
 		got += (size_t)n;
 	close(fd);
 	if (!p || got != (size_t)st.st_size) {

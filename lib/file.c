@@ -8,8 +8,7 @@
 
 #include "file.h"
 
-int file_split_path(const char *path, char *dir, size_t len,
-		    const char **name)
+int file_split_path(const char *path, char *dir, size_t len, const char **name)
 {
 	const char *slash = strrchr(path, '/');
 	int n;

@@ -34,9 +34,8 @@ static void say_why(const char *path, const struct stat *st, bool dir,
 		snprintf(
 			why, len,
 			"%s is owned by uid %u, not by this user (uid %u) or root: chown %u %s, or use a directory of your own",
-			path, (unsigned int)st->st_uid,
-			(unsigned int)geteuid(), (unsigned int)geteuid(),
-			path);
+			path, (unsigned int)st->st_uid, (unsigned int)geteuid(),
+			(unsigned int)geteuid(), path);
 	else
 		snprintf(
 			why, len,
@@ -100,12 +99,11 @@ int safe_write_at(int dirfd, const char *name, const void *buf, size_t len)
 
 	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
 		return -errno;
-	if (snprintf(tmp, sizeof(tmp), ".%.200s.%016" PRIx64 ".tmp", name,
-		     r) >= (int)sizeof(tmp))
+	if (snprintf(tmp, sizeof(tmp), ".%.200s.%016" PRIx64 ".tmp", name, r) >=
+	    (int)sizeof(tmp))
 		return -ENAMETOOLONG;
 	fd = openat(dirfd, tmp,
-		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		    0600);
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	while (len) {

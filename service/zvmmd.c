@@ -55,11 +55,12 @@
 
 static bool to_journal; /* stderr is journald's: "<N>" priorities */
 
-__attribute__((format(printf, 2, 3))) static void say(int prio,
-						      const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static void say(int prio, const char *fmt,
+						      ...)
 {
-	static const char *const names[] = { [3] = "error", [4] = "warning",
-					     [6] = "info", [7] = "debug" };
+	static const char *const names[] = {
+		[3] = "error", [4] = "warning", [6] = "info", [7] = "debug"
+	};
 	va_list ap;
 
 	if (to_journal)
@@ -142,8 +143,8 @@ struct client {
 #define MAX_REFUSED 16
 static unsigned int nr_refused;
 
-static struct ev listen_ev = { EV_LISTEN, NULL }, signal_ev = { EV_SIGNAL, NULL },
-		 timer_ev = { EV_TIMER, NULL };
+static struct ev listen_ev = { EV_LISTEN, NULL },
+		 signal_ev = { EV_SIGNAL, NULL }, timer_ev = { EV_TIMER, NULL };
 
 static struct {
 	struct zvmmd_config cfg;
@@ -325,7 +326,8 @@ static void *filler(void *arg)
 		warn_("cannot run the filler at idle priority: %s",
 		      strerror(errno));
 	if (d.cfg.scrub_cpus[0] && numa_available() >= 0) {
-		struct bitmask *cpus = numa_parse_cpustring_all(d.cfg.scrub_cpus);
+		struct bitmask *cpus =
+			numa_parse_cpustring_all(d.cfg.scrub_cpus);
 
 		if (!cpus || numa_sched_setaffinity(0, cpus))
 			warn_("cannot keep the filler on CPUs %s: %s",
@@ -441,7 +443,8 @@ static int send_lease(int fd, const struct lease *l)
 	struct msghdr mh = { .msg_iov = &iov,
 			     .msg_iovlen = 1,
 			     .msg_control = u.raw,
-			     .msg_controllen = CMSG_SPACE(sizeof(int) * l->nr) };
+			     .msg_controllen =
+				     CMSG_SPACE(sizeof(int) * l->nr) };
 	struct cmsghdr *cm;
 	const struct chunk *c;
 	unsigned int i = 0;
@@ -457,10 +460,11 @@ static int send_lease(int fd, const struct lease *l)
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int) * l->nr);
 	for (c = l->chunks; c; c = c->next, i++) {
-		struct zvmmd_chunk_ent e = { .bytes = c->bytes,
-					     .state = c->filled ?
-							      ZVMMD_CHUNK_ZERO :
-							      ZVMMD_CHUNK_EMPTY };
+		struct zvmmd_chunk_ent e = {
+			.bytes = c->bytes,
+			.state = c->filled ? ZVMMD_CHUNK_ZERO :
+					     ZVMMD_CHUNK_EMPTY
+		};
 
 		if (e.state == ZVMMD_CHUNK_ZERO)
 			rep.zero_bytes += c->bytes;
@@ -545,8 +549,8 @@ static void quarantine_check(void)
 			pid = zero_file_holder(&c->st, comm, sizeof(comm));
 			if (pid >= 0) {
 				c->holder = pid;
-				snprintf(c->holder_comm,
-					 sizeof(c->holder_comm), "%s", comm);
+				snprintf(c->holder_comm, sizeof(c->holder_comm),
+					 "%s", comm);
 				pp = &c->next;
 				continue;
 			}
@@ -602,30 +606,32 @@ static int lease_make(struct client *cl, const struct zvmmd_lease_req *req)
 	p = pool_of(req->page_bytes, req->node);
 	pthread_mutex_unlock(&d.lock);
 	if (cl->lease)
-		return send_error(cl->fd, EBUSY,
-				  "this connection holds lease %u: one lease per connection, open another",
-				  cl->lease->id);
+		return send_error(
+			cl->fd, EBUSY,
+			"this connection holds lease %u: one lease per connection, open another",
+			cl->lease->id);
 	if (!p && req->node >= 0)
-		return send_error(cl->fd, EINVAL,
-				  "zvmmd keeps no %s pages on node %d: configure [pages.%s.node%d] in %s",
-				  size_label(req->page_bytes, a, sizeof(a)),
-				  req->node,
-				  size_label(req->page_bytes, b, sizeof(b)),
-				  req->node, "zvmmd.conf");
+		return send_error(
+			cl->fd, EINVAL,
+			"zvmmd keeps no %s pages on node %d: configure [pages.%s.node%d] in %s",
+			size_label(req->page_bytes, a, sizeof(a)), req->node,
+			size_label(req->page_bytes, b, sizeof(b)), req->node,
+			"zvmmd.conf");
 	if (!p)
-		return send_error(cl->fd, EINVAL,
-				  "zvmmd keeps no %s pages: configure [pages.%s] in %s",
-				  size_label(req->page_bytes, a, sizeof(a)),
-				  size_label(req->page_bytes, b, sizeof(b)),
-				  "zvmmd.conf");
+		return send_error(
+			cl->fd, EINVAL,
+			"zvmmd keeps no %s pages: configure [pages.%s] in %s",
+			size_label(req->page_bytes, a, sizeof(a)),
+			size_label(req->page_bytes, b, sizeof(b)),
+			"zvmmd.conf");
 	chunk = p->cfg->chunk_bytes;
 	need = (req->bytes + chunk - 1) / chunk;
 	if (need > ZVMMD_MAX_CHUNKS)
-		return send_error(cl->fd, EINVAL,
-				  "%s is more than %u chunks of %s: ask for less",
-				  size_format(req->bytes, a, sizeof(a)),
-				  ZVMMD_MAX_CHUNKS,
-				  size_format(chunk, b, sizeof(b)));
+		return send_error(
+			cl->fd, EINVAL,
+			"%s is more than %u chunks of %s: ask for less",
+			size_format(req->bytes, a, sizeof(a)), ZVMMD_MAX_CHUNKS,
+			size_format(chunk, b, sizeof(b)));
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return send_error(cl->fd, ENOMEM, "zvmmd is out of memory");
@@ -648,8 +654,8 @@ static int lease_make(struct client *cl, const struct zvmmd_lease_req *req)
 	/* What it holds, the filled chunks taken now counted again. */
 	if (empty_n && held_bytes(p) + zero_n * chunk + want > p->cfg->max)
 		ret = -ENOSPC;
-	else if (empty_n && free_pages(p->cfg->page_bytes) <
-				    want / p->cfg->page_bytes)
+	else if (empty_n &&
+		 free_pages(p->cfg->page_bytes) < want / p->cfg->page_bytes)
 		ret = -ENOMEM;
 	while (!ret && l->nr < need) {
 		/* The last one only as long as the request still needs. */
@@ -675,16 +681,17 @@ static int lease_make(struct client *cl, const struct zvmmd_lease_req *req)
 
 		lease_undo(l);
 		if (ret == -ENOSPC)
-			return send_error(cl->fd, ENOMEM,
-					  "zvmmd may hold at most %s of %s pages (that pool's max) and %s of it is in use: ask for less, or raise max",
-					  size_format(p->cfg->max, a, sizeof(a)),
-					  p->label,
-					  size_format(held_bytes(p) + zb, b,
-						      sizeof(b)));
-		return send_error(cl->fd, -ret,
-				  "zvmmd cannot make %s of %s pages: %s (free hugepages short: raise nr_hugepages)",
-				  size_format(req->bytes, a, sizeof(a)),
-				  p->label, strerror(-ret));
+			return send_error(
+				cl->fd, ENOMEM,
+				"zvmmd may hold at most %s of %s pages (that pool's max) and %s of it is in use: ask for less, or raise max",
+				size_format(p->cfg->max, a, sizeof(a)),
+				p->label,
+				size_format(held_bytes(p) + zb, b, sizeof(b)));
+		return send_error(
+			cl->fd, -ret,
+			"zvmmd cannot make %s of %s pages: %s (free hugepages short: raise nr_hugepages)",
+			size_format(req->bytes, a, sizeof(a)), p->label,
+			strerror(-ret));
 	}
 	ret = send_lease(cl->fd, l);
 	if (ret) {
@@ -709,8 +716,9 @@ static json_object *pool_json(struct pool *p)
 	const struct client *cl;
 	const struct chunk *c;
 
-	json_object_object_add(o, "page_bytes",
-			       json_object_new_int64((int64_t)p->cfg->page_bytes));
+	json_object_object_add(
+		o, "page_bytes",
+		json_object_new_int64((int64_t)p->cfg->page_bytes));
 	json_object_object_add(o, "node", json_object_new_int(p->cfg->node));
 	json_object_object_add(
 		o, "chunk_bytes",
@@ -720,9 +728,8 @@ static json_object *pool_json(struct pool *p)
 	json_object_object_add(
 		o, "dirty_bytes",
 		json_object_new_int64((int64_t)p->filling_bytes));
-	json_object_object_add(
-		o, "leased_bytes",
-		json_object_new_int64((int64_t)p->leased_bytes));
+	json_object_object_add(o, "leased_bytes",
+			       json_object_new_int64((int64_t)p->leased_bytes));
 	json_object_object_add(
 		o, "quarantined_bytes",
 		json_object_new_int64((int64_t)p->quarantined_bytes));
@@ -732,9 +739,8 @@ static json_object *pool_json(struct pool *p)
 			       json_object_new_int64((int64_t)p->cfg->high));
 	json_object_object_add(o, "max_bytes",
 			       json_object_new_int64((int64_t)p->cfg->max));
-	json_object_object_add(
-		o, "scrubbed_bytes",
-		json_object_new_int64((int64_t)p->filled_bytes));
+	json_object_object_add(o, "scrubbed_bytes",
+			       json_object_new_int64((int64_t)p->filled_bytes));
 	json_object_object_add(
 		o, "scrub_gbps",
 		json_object_new_double(p->fill_seconds > 0 ?
@@ -767,8 +773,8 @@ static json_object *pool_json(struct pool *p)
 
 		json_object_object_add(e, "chunk",
 				       json_object_new_string(c->name));
-		json_object_object_add(e, "bytes",
-				       json_object_new_int64((int64_t)c->bytes));
+		json_object_object_add(
+			e, "bytes", json_object_new_int64((int64_t)c->bytes));
 		json_object_object_add(e, "holder_pid",
 				       json_object_new_int64(c->holder));
 		json_object_object_add(e, "holder_comm",
@@ -835,9 +841,10 @@ static void client_drop(struct client *cl)
 
 static int refuse(int fd, uid_t uid)
 {
-	return send_error(fd, EACCES,
-			  "uid %u is not in group %s: zvmmd leases to root and that group (usermod -aG %s USER)",
-			  (unsigned int)uid, d.cfg.group, d.cfg.group);
+	return send_error(
+		fd, EACCES,
+		"uid %u is not in group %s: zvmmd leases to root and that group (usermod -aG %s USER)",
+		(unsigned int)uid, d.cfg.group, d.cfg.group);
 }
 
 /* Root, or a member of [service] group (its primary or another group). */
@@ -946,11 +953,12 @@ static bool client_read(struct client *cl)
 	}
 	ret = zvmmd_parse(buf, (size_t)n, &m);
 	if (ret) {
-		(void)!send_error(cl->fd, -ret,
-				  "malformed message: %s (docs/zvmmd-protocol.md, version %d)",
-				  strerror(-ret), ZVMMD_VERSION);
-		warn_("pid %d (%s) sent a malformed message: %s",
-		      (int)cl->pid, cl->comm, strerror(-ret));
+		(void)!send_error(
+			cl->fd, -ret,
+			"malformed message: %s (docs/zvmmd-protocol.md, version %d)",
+			strerror(-ret), ZVMMD_VERSION);
+		warn_("pid %d (%s) sent a malformed message: %s", (int)cl->pid,
+		      cl->comm, strerror(-ret));
 		return true;
 	}
 	switch (m.type) {
@@ -961,9 +969,9 @@ static bool client_read(struct client *cl)
 		(void)!send_status(cl->fd);
 		break;
 	default:
-		(void)!send_error(cl->fd, EPROTO,
-				  "message type 0x%x is zvmmd's, not a client's",
-				  m.type);
+		(void)!send_error(
+			cl->fd, EPROTO,
+			"message type 0x%x is zvmmd's, not a client's", m.type);
 	}
 	return true;
 }
@@ -1073,9 +1081,8 @@ static int socket_open(void)
 		}
 		unlink(d.cfg.socket);
 	}
-	d.listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC |
-					      SOCK_NONBLOCK,
-			     0);
+	d.listen_fd = socket(AF_UNIX,
+			     SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (d.listen_fd < 0)
 		return -errno;
 	if (bind(d.listen_fd, (struct sockaddr *)&sa, sizeof(sa)))
@@ -1203,7 +1210,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		err_("unexpected argument '%s'; see zvmmd --help", argv[optind]);
+		err_("unexpected argument '%s'; see zvmmd --help",
+		     argv[optind]);
 		return 2;
 	}
 	zvmmd_config_defaults(&d.cfg);
@@ -1255,7 +1263,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	d.signal_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-	d.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	d.timer_fd =
+		timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	d.epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (d.signal_fd < 0 || d.timer_fd < 0 || d.epfd < 0) {
 		ret = -errno;

@@ -33,7 +33,8 @@ int main(void)
 	int ret = static_check();
 
 	if (ret)
-		fprintf(stderr, "static-check: libzvmm.a failed check %d\n", ret);
+		fprintf(stderr, "static-check: libzvmm.a failed check %d\n",
+			ret);
 	return ret;
 }
 #endif

@@ -516,9 +516,13 @@ Test(access, two_launches_at_once)
 
 	for (unsigned int m = 0; m < 3; m++) {
 		struct twin t[2] = {
-			{ .mode = modes[m][0], .path = POOL, .poll = true,
+			{ .mode = modes[m][0],
+			  .path = POOL,
+			  .poll = true,
 			  .w = { POOL_BYTES / 2 - 8192 - 8, 700 } },
-			{ .mode = modes[m][1], .path = pool2, .poll = false,
+			{ .mode = modes[m][1],
+			  .path = pool2,
+			  .poll = false,
 			  .w = { 3 * MIB + 8, 300 } },
 		};
 		pthread_t th[2];
@@ -538,10 +542,11 @@ Test(access, two_launches_at_once)
 			cr_assert_eq(t[i].err, 0, "%s: %s: %s: %s", t[i].mode,
 				     t[i].where, strerror(-t[i].err), logged);
 			cr_assert(t[i].c.done);
-			cr_assert_eq(t[i].c.foreign, 0,
-				     "%s beside %s: %llu words of someone else's",
-				     t[i].mode, t[!i].mode,
-				     (unsigned long long)t[i].c.foreign);
+			cr_assert_eq(
+				t[i].c.foreign, 0,
+				"%s beside %s: %llu words of someone else's",
+				t[i].mode, t[!i].mode,
+				(unsigned long long)t[i].c.foreign);
 		}
 	}
 }

@@ -445,7 +445,8 @@ Test(api, programs_built_against_0_1_keep_working, .init = setup,
 	struct {
 		struct mem_0_1 m;
 		unsigned char poison[64];
-	} old = { .m = { .bytes = POOL_BYTES, .page_bytes = ZVMM_PAGE_2M,
+	} old = { .m = { .bytes = POOL_BYTES,
+			 .page_bytes = ZVMM_PAGE_2M,
 			 .fd = -1 } };
 	struct backend_info_0_1 oinfo[64 + 1];
 	struct zvmm_backend_info info[64];

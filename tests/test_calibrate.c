@@ -259,8 +259,8 @@ static void fake_file(int cpu, int idx, const char *name, const char *text)
 	char file[256];
 
 	snprintf(file, sizeof(file),
-		 "%s/devices/system/cpu/cpu%d/cache/index%d/%s", root, cpu,
-		 idx, name);
+		 "%s/devices/system/cpu/cpu%d/cache/index%d/%s", root, cpu, idx,
+		 name);
 	cr_assert_eq(file_mkdir_parents(file, 0755), 0, "%s", file);
 	test_write_text(file, text);
 }
@@ -272,7 +272,9 @@ static void fake_cache(int cpu, int idx, const char *level, const char *type,
 	fake_file(cpu, idx, "type", type);
 	fake_file(cpu, idx, "size", size);
 	fake_file(cpu, idx, "shared_cpu_list",
-		  !strcmp(level, "3\n") ? "0-1\n" : cpu ? "1\n" : "0\n");
+		  !strcmp(level, "3\n") ? "0-1\n" :
+		  cpu			? "1\n" :
+					  "0\n");
 }
 
 static void fake_sysfs(const char *llc)
@@ -313,8 +315,8 @@ static void sysfs_teardown(void)
  * again; a profile measured for the smaller cache is not trusted on the
  * larger one (it was measured in cache there) and is measured again.
  */
-Test(calibrate, measurement_region_follows_the_cache_size,
-     .init = sysfs_setup, .fini = sysfs_teardown)
+Test(calibrate, measurement_region_follows_the_cache_size, .init = sysfs_setup,
+     .fini = sysfs_teardown)
 {
 	static const uint64_t chunk = SZ_2M;
 	const struct zero_backend *b;
@@ -350,7 +352,8 @@ Test(calibrate, measurement_region_follows_the_cache_size,
 	/* No cache listed: a 256 MiB one is assumed. */
 	zero_sysfs_root = "/nonexistent";
 	cr_assert_eq(zero_llc_bytes(), 0);
-	cr_assert_eq(zero_measure_bytes(0, 3), zero_measure_bytes(256 * SZ_1M, 3));
+	cr_assert_eq(zero_measure_bytes(0, 3),
+		     zero_measure_bytes(256 * SZ_1M, 3));
 }
 
 /* A profile of an older zvmm says nothing of what it measured on. */
@@ -405,12 +408,11 @@ Test(calibrate, profile_naming_a_backend_this_cpu_lacks_is_measured_again,
 	edit_key("best", lacking->name);
 	cr_assert_eq(zero_profile_read(path, &p, &line), -ENOEXEC);
 	for (int k = 0; k < 2; k++) {
-		cr_assert_eq(zero_backend_auto(SZ_2M, path, k == 1, NULL, 0,
-					       &b, &gbps, &from),
+		cr_assert_eq(zero_backend_auto(SZ_2M, path, k == 1, NULL, 0, &b,
+					       &gbps, &from),
 			     0);
 		cr_assert_eq(from, ZERO_FROM_MEASURE);
-		cr_assert(zero_backend_runs_here(b), "%s handed out",
-			  b->name);
+		cr_assert(zero_backend_runs_here(b), "%s handed out", b->name);
 	}
 	/* Kept: the next launch reads a profile it can use. */
 	cr_assert_neq(zero_profile_read(path, &p, &line), -ENOEXEC);

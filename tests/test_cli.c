@@ -234,9 +234,8 @@ Test(cli, reps_outside_what_usage_says_is_refused)
  */
 Test(cli, usage_and_parser_are_one_table)
 {
-	static const char *const verbs[] = { "run",	  "prezero", "policy",
-					     "bench",	  "calibrate",
-					     "backends" };
+	static const char *const verbs[] = { "run",   "prezero",   "policy",
+					     "bench", "calibrate", "backends" };
 	struct test_run help;
 
 	for (unsigned int v = 0; v < 6; v++) {
@@ -270,8 +269,9 @@ Test(cli, usage_and_parser_are_one_table)
 			    sscanf(range - 2, "%lu to %lu", &lo, &hi) != 2)
 				continue;
 			for (unsigned int k = 0; k < 4; k++) {
-				unsigned long x = (unsigned long[]){
-					lo - 1, lo, hi, hi + 1 }[k];
+				unsigned long x =
+					(unsigned long[]){ lo - 1, lo, hi,
+							   hi + 1 }[k];
 
 				snprintf(val, sizeof(val), "%lu", x);
 				run((const char *[]){ verbs[v], name, val,

@@ -102,7 +102,8 @@ static void daemon_start(void)
 		}
 		if (waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid) {
 			daemon_pid = -1;
-			cr_assert_fail("zvmmd exited at start: see %s/zvmmd.log", dir);
+			cr_assert_fail(
+				"zvmmd exited at start: see %s/zvmmd.log", dir);
 		}
 		usleep(10000);
 	}
@@ -245,7 +246,8 @@ static void lease_get(struct lease *l, uint64_t bytes)
 	base = mmap(NULL, bytes + SZ_2M, PROT_NONE,
 		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	cr_assert_neq(base, MAP_FAILED);
-	base = (char *)(((uintptr_t)base + SZ_2M - 1) & ~(uintptr_t)(SZ_2M - 1));
+	base = (char *)(((uintptr_t)base + SZ_2M - 1) &
+			~(uintptr_t)(SZ_2M - 1));
 	for (unsigned int i = 0; i < l->n; i++) {
 		uint64_t len = bytes - off < l->ent[i].bytes ? bytes - off :
 							       l->ent[i].bytes;
@@ -718,8 +720,7 @@ Test(zvmmd, sigterm_is_a_clean_shutdown)
  */
 Test(zvmmd, launches_lease_under_every_policy)
 {
-	static const char *const policies[] = { "prezero", "demand",
-						"hybrid" };
+	static const char *const policies[] = { "prezero", "demand", "hybrid" };
 	struct test_run r;
 	char pol[64];
 
@@ -727,7 +728,8 @@ Test(zvmmd, launches_lease_under_every_policy)
 	wait_status("clean_bytes", 64 * SZ_1M);
 	for (unsigned int i = 0; i < 3; i++) {
 		snprintf(pol, sizeof(pol), "configs/%s.conf", policies[i]);
-		cr_assert_eq(test_run_zvmm((const char *[]){
+		cr_assert_eq(test_run_zvmm(
+				     (const char *[]){
 					     "run", "--mem", "64M",
 					     "--pool-service", "--socket", sock,
 					     "--policy", pol, "--cmdline",
@@ -737,7 +739,8 @@ Test(zvmmd, launches_lease_under_every_policy)
 		cr_assert_eq(r.status, 0, "%s, first tenant: %s", policies[i],
 			     r.out);
 		cr_assert(strstr(r.out, "zvmmd leased"), "%s", r.out);
-		cr_assert_eq(test_run_zvmm((const char *[]){
+		cr_assert_eq(test_run_zvmm(
+				     (const char *[]){
 					     "run", "--mem", "64M",
 					     "--pool-service", "--socket", sock,
 					     "--policy", pol, "--cmdline",

@@ -158,6 +158,8 @@ static const struct cli_row {
 	const char *example;
 	bool repeat; /* may be given again: "..." in the synopsis */
 } cli_rows[] = {
+/* A table reads as one: one option a row or two. */
+/* clang-format off */
 #define OPT(n, v, b, a, h) { .name = n, .val = v, .bit = b, .arg = a, .help = h }
 #define OPT_NUM(n, v, b, a, h, lo, hi) \
 	{ .name = n, .val = v, .bit = b, .arg = a, .help = h, .min = lo, .max = hi }
@@ -203,6 +205,7 @@ static const struct cli_row {
 	    "lease the memory from zvmmd, the host's zeroing service (zvmmd(8)): zeroed ahead where it has chunks, the rest zeroed as the policy says"),
 #undef OPT
 #undef OPT_NUM
+	/* clang-format on */
 };
 #define CLI_NR_ROWS (sizeof(cli_rows) / sizeof(cli_rows[0]))
 #define CLI_WIDTH 79
@@ -335,8 +338,8 @@ static int parse_count(const struct cli_row *r, const char *arg,
 		       unsigned int *out)
 {
 	if (parse_uint(arg, r->min, r->max, out)) {
-		pr_err("--%s '%s': give a whole number from %lu to %lu", r->name,
-		       arg, r->min, r->max);
+		pr_err("--%s '%s': give a whole number from %lu to %lu",
+		       r->name, arg, r->min, r->max);
 		return -EINVAL;
 	}
 	return 0;
@@ -433,12 +436,11 @@ int cli_parse(const struct cli_verb *v, int argc, char **argv,
 
 	for (unsigned int i = 0; i < CLI_NR_ROWS; i++)
 		if (v->accepts & cli_rows[i].bit)
-			opts[n++] = (struct option){
-				cli_rows[i].name,
-				cli_rows[i].arg ? required_argument :
-						  no_argument,
-				NULL, cli_rows[i].val
-			};
+			opts[n++] = (struct option){ cli_rows[i].name,
+						     cli_rows[i].arg ?
+							     required_argument :
+							     no_argument,
+						     NULL, cli_rows[i].val };
 	opts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
 	opts[n] = (struct option){ 0 };
 	optind = 1;

@@ -25,9 +25,11 @@ static const struct cli_verb pool_verb = {
 		"ahead), dirty (being filled), leased and quarantined bytes, its fill\n"
 		"rate, each lease (pid, command, bytes) and each quarantined chunk\n"
 		"with the process still holding it.",
-	.texts = (const struct cli_text[]){
-		{ CLI_JSON, "the daemon's status as JSON ('-': stdout)" },
-		{ 0 } },
+	.texts =
+		(const struct cli_text[]){
+			{ CLI_JSON,
+			  "the daemon's status as JSON ('-': stdout)" },
+			{ 0 } },
 };
 
 /* Asks zvmmd at @path for its status: the JSON text into @out. */
@@ -129,8 +131,8 @@ static void print_table(FILE *f, json_object *root)
 		if (json_object_object_get_ex(p, "leases", &list))
 			for (size_t k = 0; k < json_object_array_length(list);
 			     k++) {
-				json_object *l = json_object_array_get_idx(list,
-									   k);
+				json_object *l =
+					json_object_array_get_idx(list, k);
 
 				fprintf(f,
 					"  lease %llu: pid %llu (%s), uid %llu, %s\n",
@@ -144,15 +146,16 @@ static void print_table(FILE *f, json_object *root)
 		if (json_object_object_get_ex(p, "quarantined", &list))
 			for (size_t k = 0; k < json_object_array_length(list);
 			     k++) {
-				json_object *q = json_object_array_get_idx(list,
-									   k);
+				json_object *q =
+					json_object_array_get_idx(list, k);
 
 				fprintf(f,
 					"  quarantined %s: %s, held by pid %lld (%s)\n",
 					str(q, "chunk"),
 					size_human(num(q, "bytes"), a[0],
 						   sizeof(a[0])),
-					(long long)(int64_t)num(q, "holder_pid"),
+					(long long)(int64_t)num(q,
+								"holder_pid"),
 					str(q, "holder_comm"));
 			}
 	}

@@ -68,8 +68,9 @@ static const struct cli_verb run_verb = {
 		"memory zeroed by the policy (default: hybrid), and reports the launch\n"
 		"and the guest's own measurement.",
 	.texts = run_texts,
-	.after = "Exit status: the guest's exit code, 2 usage, 3 missing resources,\n"
-		 "4 guest crash, 124 timed out, 130 interrupted, 1 other errors.",
+	.after =
+		"Exit status: the guest's exit code, 2 usage, 3 missing resources,\n"
+		"4 guest crash, 124 timed out, 130 interrupted, 1 other errors.",
 };
 
 static int parse_opts(int argc, char **argv, struct run_opts *o)

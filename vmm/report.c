@@ -210,12 +210,12 @@ void vmm_report_summary(FILE *f, const struct vmm_run_facts *r)
 		r->vcpus == 1 ? "" : "s", z->mode, z->backend, z->workers,
 		r->ready_ms, z->prezero_seconds * 1e3, z->prezero_gbps);
 	if (z->service_zero_bytes || z->service_empty_bytes)
-		fprintf(f,
-			"zvmm: zvmmd leased %s zeroed ahead%s%s%s\n",
+		fprintf(f, "zvmm: zvmmd leased %s zeroed ahead%s%s%s\n",
 			size_human(z->service_zero_bytes, a, sizeof(a)),
 			z->service_empty_bytes ? " and " : "",
 			z->service_empty_bytes ?
-				size_human(z->service_empty_bytes, b, sizeof(b)) :
+				size_human(z->service_empty_bytes, b,
+					   sizeof(b)) :
 				"",
 			z->service_empty_bytes ?
 				" it had no zero chunks for (the kernel zeroes those at first touch)" :

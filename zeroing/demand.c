@@ -133,8 +133,8 @@ static int continue_pages(struct zero_demand *f, uint64_t page, uint64_t n)
 		 * lease's chunks are a VMA each. */
 		if (m->split_bytes) {
 			uint64_t off = at - (uint64_t)(uintptr_t)m->guest;
-			uint64_t next = (off / m->split_bytes + 1) *
-					m->split_bytes;
+			uint64_t next =
+				(off / m->split_bytes + 1) * m->split_bytes;
 
 			if ((uint64_t)(uintptr_t)m->guest + next < stop)
 				stop = (uint64_t)(uintptr_t)m->guest + next;

@@ -99,7 +99,7 @@ void zero_demand_drain(struct zero_demand *f, arch_clear_fn clear);
  * hole populated) if it is DIRTY or FRESH; left as it was on failure.
  */
 int zero_demand_make_zero(struct zero_demand *f, uint64_t page,
-			   arch_clear_fn clear);
+			  arch_clear_fn clear);
 
 /* Latency percentile @q (0..1) in microseconds, 0 without faults. */
 double zero_demand_latency(struct zero_demand *f, double q);

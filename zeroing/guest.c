@@ -391,8 +391,9 @@ int zero_guest_access(struct zero_guest *g, uint64_t offset, uint64_t bytes,
 	int ret;
 
 	if (g->exited) {
-		snprintf(err, len,
-			 "the guest has exited: its memory is no one's to touch now");
+		snprintf(
+			err, len,
+			"the guest has exited: its memory is no one's to touch now");
 		return -EINVAL;
 	}
 	if (offset > m->bytes || bytes > m->bytes - offset) {

@@ -44,11 +44,12 @@ int zero_service_lease(const char *path, uint64_t bytes, uint64_t page_bytes,
 	if (l->sock < 0 ||
 	    connect(l->sock, (struct sockaddr *)&sa, sizeof(sa))) {
 		ret = -errno;
-		snprintf(err, len, "cannot reach zvmmd at %s: %s: %s", path,
-			 strerror(-ret),
-			 ret == -EACCES ?
-				 "join its group (usermod -aG zvmm USER)" :
-				 "start it (systemctl start zvmmd.socket), or use a pool of this launch's own");
+		snprintf(
+			err, len, "cannot reach zvmmd at %s: %s: %s", path,
+			strerror(-ret),
+			ret == -EACCES ?
+				"join its group (usermod -aG zvmm USER)" :
+				"start it (systemctl start zvmmd.socket), or use a pool of this launch's own");
 		zero_service_release(l);
 		return ret == -EACCES ? ret : -ENOENT;
 	}
