@@ -475,7 +475,8 @@ FUZZ_CFLAGS := -O1 -g -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -MMD -MP \
 FUZZ_LIBS = $(shell $(PKG_CONFIG) --libs inih numa json-c 2>/dev/null)
 
 FUZZ_size_SRCS := lib/size.c
-FUZZ_policy_SRCS := zeroing/policy.c lib/size.c lib/file.c lib/inibuf.c
+FUZZ_policy_SRCS := zeroing/policy.c lib/size.c lib/file.c lib/inibuf.c \
+	lib/inival.c
 FUZZ_pvh_SRCS := vmm/pvh.c vmm/kvm.c lib/log.c lib/inject.c lib/clock.c
 FUZZ_report_SRCS := vmm/devices.c vmm/kvm.c lib/log.c lib/inject.c lib/clock.c
 FUZZ_record_SRCS := zeroing/record.c lib/file.c lib/inibuf.c lib/safefile.c lib/log.c

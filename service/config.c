@@ -11,6 +11,7 @@
 
 #include "../lib/file.h"
 #include "../lib/inibuf.h"
+#include "../lib/inival.h"
 #include "../lib/safefile.h"
 #include "../lib/size.h"
 #include "../zeroing/policy.h"
@@ -67,36 +68,6 @@ const char *zvmmd_pool_section(unsigned int i, char *buf, size_t len)
 		snprintf(buf, len, "pages.%s.node%d",
 			 page_names[zvmmd_pool_page(i)], node);
 	return buf;
-}
-
-static bool has_control(const char *v)
-{
-	for (; *v; v++)
-		if ((unsigned char)*v < 0x20 || *v == 0x7f)
-			return true;
-	return false;
-}
-
-/*
- * An absolute path, as a policy's path keys: a relative one would
- * depend on the service's working directory, and what the file could
- * not say back the same way is refused (blanks and control characters,
- * and INI's comment characters).
- */
-static int set_path(char *out, size_t size, size_t max, const char *v,
-		    char *err, size_t len)
-{
-	if (v[0] != '/' || strlen(v) >= max || strpbrk(v, " \t;#") ||
-	    has_control(v)) {
-		snprintf(
-			err, len,
-			"bad value '%s': expected an absolute path shorter than %zu bytes, without blanks, ';' or '#'",
-			v, max);
-		return -EINVAL;
-	}
-	memset(out, 0, size);
-	memcpy(out, v, strlen(v));
-	return 0;
 }
 
 static bool name_char(char ch, bool first)
@@ -188,35 +159,6 @@ bad:
 	return -EINVAL;
 }
 
-/* A size from @min to @max, or @word for 0 where @word is not NULL. */
-static int parse_size_or(const char *v, const char *word, uint64_t *out,
-			 uint64_t min, uint64_t max, char *err, size_t len)
-{
-	char a[32], b[32], why[200], alt[32] = "";
-	int ret;
-
-	if (word) {
-		if (!strcmp(v, word)) {
-			*out = 0;
-			return 0;
-		}
-		snprintf(alt, sizeof(alt), ", or '%s'", word);
-	}
-	ret = size_parse(v, out);
-	if (ret) {
-		snprintf(err, len, "%s%s",
-			 size_parse_error(v, ret, why, sizeof(why)), alt);
-		return -EINVAL;
-	}
-	if (*out < min || *out > max) {
-		snprintf(err, len, "'%s' is out of range: give %s to %s%s", v,
-			 size_format(min, a, sizeof(a)),
-			 size_format(max, b, sizeof(b)), alt);
-		return -EINVAL;
-	}
-	return 0;
-}
-
 /*
  * Which call of the handler last set a key that is checked against
  * another once the file is read (0: none): its line is found then, as
@@ -304,8 +246,8 @@ static int set_pool_key(struct load_ctx *x, unsigned int i, const char *key,
 	pool_on(&x->c, i);
 	zvmmd_pool_section(i, name, sizeof(name));
 	if (!strcmp(key, "chunk")) {
-		ret = parse_size_or(v, NULL, &n, p->page_bytes, CONFIG_SIZE_MAX,
-				    err, len);
+		ret = inival_size(v, NULL, &n, p->page_bytes, CONFIG_SIZE_MAX,
+				  err, len);
 		if (!ret && n % p->page_bytes) {
 			size_label(p->page_bytes, page, sizeof(page));
 			snprintf(
@@ -321,7 +263,7 @@ static int set_pool_key(struct load_ctx *x, unsigned int i, const char *key,
 		return ret;
 	}
 	if (!strcmp(key, "low") || !strcmp(key, "high")) {
-		ret = parse_size_or(v, "0", &n, 1, CONFIG_SIZE_MAX, err, len);
+		ret = inival_size(v, "0", &n, 1, CONFIG_SIZE_MAX, err, len);
 		if (!ret && key[0] == 'l') {
 			p->low = n;
 			s->low = x->calls;
@@ -332,7 +274,7 @@ static int set_pool_key(struct load_ctx *x, unsigned int i, const char *key,
 		return ret;
 	}
 	if (!strcmp(key, "max")) {
-		ret = parse_size_or(v, NULL, &n, 1, CONFIG_SIZE_MAX, err, len);
+		ret = inival_size(v, NULL, &n, 1, CONFIG_SIZE_MAX, err, len);
 		if (!ret) {
 			p->max = n;
 			s->max = x->calls;
@@ -408,11 +350,12 @@ static int set_key(struct load_ctx *x, const char *section, const char *key,
 		return set_pool_key(x, (unsigned int)i, key, v, err, len);
 	if (!strcmp(section, "service")) {
 		if (!strcmp(key, "socket"))
-			return set_path(c->socket, sizeof(c->socket),
-					sizeof(c->socket), v, err, len);
+			return inival_path(c->socket, sizeof(c->socket),
+					   sizeof(c->socket), v, NULL, err,
+					   len);
 		if (!strcmp(key, "dir"))
-			return set_path(c->dir, sizeof(c->dir), CONFIG_DIR_MAX,
-					v, err, len);
+			return inival_path(c->dir, sizeof(c->dir),
+					   CONFIG_DIR_MAX, v, NULL, err, len);
 		if (!strcmp(key, "group"))
 			return set_group(c->group, sizeof(c->group), v, err,
 					 len);
@@ -424,8 +367,8 @@ static int set_key(struct load_ctx *x, const char *section, const char *key,
 	}
 	if (!strcmp(section, "scrub")) {
 		if (!strcmp(key, "rate"))
-			return parse_size_or(v, "0", &c->scrub_rate, 1,
-					     CONFIG_SIZE_MAX, err, len);
+			return inival_size(v, "0", &c->scrub_rate, 1,
+					   CONFIG_SIZE_MAX, err, len);
 		if (!strcmp(key, "cpus"))
 			return set_cpus(c->scrub_cpus, sizeof(c->scrub_cpus), v,
 					err, len);

@@ -165,7 +165,12 @@ static void teardown(void)
 
 TestSuite(zvmmd, .init = setup, .fini = teardown, .timeout = 120);
 
-/* A lease as a client holds it: the socket, the chunks mapped in one. */
+/*
+ * A lease as a client holds it: the socket, the chunks mapped in one.
+ * This client speaks the wire format itself (service/proto.h) rather
+ * than through zeroing/service.c, so the daemon is tested against the
+ * protocol as documented, not against the one client it shipped with.
+ */
 struct lease {
 	int sock;
 	unsigned int n;

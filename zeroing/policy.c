@@ -9,6 +9,7 @@
 
 #include "../lib/file.h"
 #include "../lib/inibuf.h"
+#include "../lib/inival.h"
 #include "../lib/size.h"
 #include "backend.h"
 #include "policy.h"
@@ -130,40 +131,6 @@ bad:
 }
 
 /*
- * An absolute path, or "default" for none (""): a relative one would
- * depend on the embedding process's working directory.
- */
-static bool has_control(const char *v)
-{
-	for (; *v; v++)
-		if ((unsigned char)*v < 0x20 || *v == 0x7f)
-			return true;
-	return false;
-}
-
-static int set_path(char *out, const char *v, char *err, size_t len)
-{
-	/* Whole: a policy compares equal to the one its text reloads. */
-	if (!strcmp(v, "default")) {
-		memset(out, 0, ZERO_POLICY_PATH_MAX);
-		return 0;
-	}
-	/* What a policy file could not say back the same way is refused:
-	 * blanks and control characters, and INI's comment characters. */
-	if (v[0] != '/' || strlen(v) >= ZERO_POLICY_PATH_MAX ||
-	    strpbrk(v, " \t;#") || has_control(v)) {
-		snprintf(
-			err, len,
-			"bad value '%s': expected 'default' or an absolute path shorter than %d bytes, without blanks, ';' or '#'",
-			v, ZERO_POLICY_PATH_MAX);
-		return -EINVAL;
-	}
-	memset(out, 0, ZERO_POLICY_PATH_MAX);
-	memcpy(out, v, strlen(v));
-	return 0;
-}
-
-/*
  * "auto" or the name of a backend of any architecture: whether it runs
  * on this CPU is decided when the engine starts, so a policy reads on
  * every machine.
@@ -178,32 +145,6 @@ static int pick_backend(const char *v, char *err, size_t len)
 	while (n < N(names) && (b = zero_backend_name_at(n - 1)))
 		names[n++] = b->name;
 	return pick(names, n, v, &i, err, len);
-}
-
-static int parse_size_or(const char *v, const char *word, uint64_t *out,
-			 uint64_t min, uint64_t max, char *err, size_t len)
-{
-	char a[32], b[32], why[200];
-	int ret;
-
-	if (!strcmp(v, word)) {
-		*out = 0;
-		return 0;
-	}
-	ret = size_parse(v, out);
-	if (ret) {
-		snprintf(err, len, "%s, or '%s'",
-			 size_parse_error(v, ret, why, sizeof(why)), word);
-		return -EINVAL;
-	}
-	if (*out < min || *out > max) {
-		snprintf(err, len,
-			 "'%s' is out of range: give %s to %s, or '%s'", v,
-			 size_format(min, a, sizeof(a)),
-			 size_format(max, b, sizeof(b)), word);
-		return -EINVAL;
-	}
-	return 0;
 }
 
 static int set_key(struct zero_policy *p, const char *section, const char *key,
@@ -252,8 +193,8 @@ static int set_key(struct zero_policy *p, const char *section, const char *key,
 		if (!strcmp(key, "chunk")) {
 			uint64_t c;
 
-			ret = parse_size_or(v, "auto", &c, ZERO_CHUNK_MIN,
-					    ZERO_CHUNK_MAX, err, len);
+			ret = inival_size(v, "auto", &c, ZERO_CHUNK_MIN,
+					  ZERO_CHUNK_MAX, err, len);
 			if (!ret && c % ZERO_CHUNK_MIN) {
 				snprintf(
 					err, len,
@@ -266,10 +207,12 @@ static int set_key(struct zero_policy *p, const char *section, const char *key,
 			return ret;
 		}
 		if (!strcmp(key, "profile"))
-			return set_path(p->profile, v, err, len);
+			return inival_path(p->profile, ZERO_POLICY_PATH_MAX,
+					   ZERO_POLICY_PATH_MAX, v, "default",
+					   err, len);
 		if (!strcmp(key, "rate_limit"))
-			return parse_size_or(v, "0", &p->rate_limit, 1,
-					     1ull << 50, err, len);
+			return inival_size(v, "0", &p->rate_limit, 1,
+					   1ull << 50, err, len);
 		snprintf(
 			err, len,
 			"unknown key '%s' in [zeroing]: expected mode, backend, workers, chunk, rate_limit or profile",
@@ -291,7 +234,9 @@ static int set_key(struct zero_policy *p, const char *section, const char *key,
 			return ret;
 		}
 		if (!strcmp(key, "state_dir"))
-			return set_path(p->state_dir, v, err, len);
+			return inival_path(p->state_dir, ZERO_POLICY_PATH_MAX,
+					   ZERO_POLICY_PATH_MAX, v, "default",
+					   err, len);
 		if (!strcmp(key, "record")) {
 			ret = pick(record_names, N(record_names), v, &i, err,
 				   len);
