@@ -26,6 +26,7 @@
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -131,9 +132,24 @@ struct client {
 	uid_t uid;
 	char comm[32];
 	bool refused; /* not root, not in the group: every message refused */
+	double since; /* accepted, or its last message: CLOCK_MONOTONIC */
 	struct lease *lease;
 	struct client *next;
 };
+
+/*
+ * Each connection costs zvmmd two descriptors (the socket, the client's
+ * pidfd). A client asks at once (a lease, a status), so one that holds
+ * no lease is closed after IDLE_SECONDS: a group member cannot pin the
+ * daemon's descriptors with idle connections, only with leases, which
+ * [pages] max bounds. At most MAX_CLIENTS at a time, and when the
+ * process runs out of descriptors anyway accepting pauses until one is
+ * closed (the listening socket would otherwise wake epoll forever).
+ */
+#define IDLE_SECONDS 10.0
+#define MAX_CLIENTS 4096
+static unsigned int nr_clients;
+static bool listen_paused;
 
 /*
  * Refused peers kept open until they close, so each reads why (closing
@@ -625,7 +641,8 @@ static int lease_make(struct client *cl, const struct zvmmd_lease_req *req)
 			size_label(req->page_bytes, b, sizeof(b)),
 			"zvmmd.conf");
 	chunk = p->cfg->chunk_bytes;
-	need = (req->bytes + chunk - 1) / chunk;
+	/* Not (bytes + chunk - 1) / chunk: that wraps near 2^64. */
+	need = req->bytes / chunk + !!(req->bytes % chunk);
 	if (need > ZVMMD_MAX_CHUNKS)
 		return send_error(
 			cl->fd, EINVAL,
@@ -815,6 +832,28 @@ static int send_status(int fd)
 
 /* ------------------------------------------------------------ clients */
 
+static void listen_pause(const char *why)
+{
+	struct epoll_event ev = { .events = 0, .data.ptr = &listen_ev };
+
+	if (listen_paused)
+		return;
+	listen_paused = true;
+	epoll_ctl(d.epfd, EPOLL_CTL_MOD, d.listen_fd, &ev);
+	warn_("cannot accept a connection: %s; accepting again once one closes (%u open; raise LimitNOFILE)",
+	      why, nr_clients);
+}
+
+static void listen_resume(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &listen_ev };
+
+	if (!listen_paused)
+		return;
+	listen_paused = false;
+	epoll_ctl(d.epfd, EPOLL_CTL_MOD, d.listen_fd, &ev);
+}
+
 static void client_drop(struct client *cl)
 {
 	struct client **pp;
@@ -825,6 +864,7 @@ static void client_drop(struct client *cl)
 		*pp = cl->next;
 	if (cl->refused)
 		nr_refused--;
+	nr_clients--;
 	if (cl->lease) {
 		info_("lease %u of pid %d (%s) ended", cl->lease->id,
 		      (int)cl->pid, cl->comm);
@@ -837,6 +877,7 @@ static void client_drop(struct client *cl)
 		close(cl->pidfd);
 	}
 	free(cl);
+	listen_resume();
 }
 
 static int refuse(int fd, uid_t uid)
@@ -878,8 +919,20 @@ static void client_accept(void)
 	int fd;
 
 	fd = accept4(d.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+		    errno == ENOMEM)
+			listen_pause(strerror(errno));
 		return;
+	}
+	if (nr_clients >= MAX_CLIENTS) {
+		(void)!send_error(
+			fd, EUSERS,
+			"zvmmd serves %u connections at most and has them: try again once one closes",
+			MAX_CLIENTS);
+		close(fd);
+		return;
+	}
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len)) {
 		close(fd);
 		return;
@@ -904,6 +957,7 @@ static void client_accept(void)
 	}
 	cl->sock_ev = (struct ev){ EV_CLIENT, cl };
 	cl->pid_ev = (struct ev){ EV_PIDFD, cl };
+	cl->since = clock_now();
 	cl->fd = fd;
 	cl->pid = uc.pid;
 	cl->uid = uc.uid;
@@ -926,6 +980,7 @@ static void client_accept(void)
 	}
 	cl->next = d.clients;
 	d.clients = cl;
+	nr_clients++;
 }
 
 /* One message from @cl; false when the client is gone or misbehaved. */
@@ -941,6 +996,7 @@ static bool client_read(struct client *cl)
 		return false;
 	if (n < 0)
 		return true;
+	cl->since = clock_now();
 	if ((size_t)n > sizeof(buf)) {
 		(void)!send_error(cl->fd, EMSGSIZE,
 				  "a message of %zd bytes: at most %d", n,
@@ -983,42 +1039,66 @@ static bool client_read(struct client *cl)
  * what is in it is zvmmd's alone. Whatever a previous zvmmd left there
  * is of unknown state: removed, never leased.
  */
+/* Removes every file in @dirfd's directory; how many. */
+static unsigned int remove_all(int dirfd)
+{
+	unsigned int n = 0;
+	struct dirent *de;
+	DIR *dir = fdopendir(dup(dirfd));
+
+	while (dir && (de = readdir(dir)))
+		if (de->d_name[0] != '.' && !unlinkat(dirfd, de->d_name, 0))
+			n++;
+	if (dir)
+		closedir(dir);
+	return n;
+}
+
 static int pool_open(struct pool *p)
 {
-	char opts[64];
+	char opts[96], ps[8];
 	struct statfs sf;
-	struct dirent *de;
 	unsigned int stale = 0;
-	DIR *dir;
+	int fd;
 
 	snprintf(p->dir, sizeof(p->dir), "%s/%s", d.cfg.dir, p->label);
 	if (mkdir(d.cfg.dir, 0755) && errno != EEXIST)
 		return -errno;
 	if (mkdir(p->dir, 0700) && errno != EEXIST)
 		return -errno;
-	if (statfs(p->dir, &sf) || sf.f_type != HUGETLBFS_MAGIC ||
-	    (uint64_t)sf.f_bsize != p->cfg->page_bytes) {
-		char ps[8];
-
-		snprintf(opts, sizeof(opts), "pagesize=%s,mode=0700",
-			 size_label(p->cfg->page_bytes, ps, sizeof(ps)));
-		if (mount("zvmmd", p->dir, "hugetlbfs", MS_NOSUID | MS_NODEV,
-			  opts))
-			return -errno;
-		p->mounted = true;
+	/*
+	 * A mount a previous zvmmd left (killed, crashed mid-fill): nothing
+	 * in it is trusted, so its files go, and the mount is detached, as
+	 * its size is unknown too.
+	 */
+	if (!statfs(p->dir, &sf) && sf.f_type == HUGETLBFS_MAGIC) {
+		fd = open(p->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0) {
+			stale = remove_all(fd);
+			close(fd);
+		}
+		(void)!umount2(p->dir, MNT_DETACH);
 	}
-	p->dirfd = open(p->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (p->dirfd < 0)
-		return -errno;
-	dir = fdopendir(dup(p->dirfd));
-	while (dir && (de = readdir(dir)))
-		if (de->d_name[0] != '.' && !unlinkat(p->dirfd, de->d_name, 0))
-			stale++;
-	if (dir)
-		closedir(dir);
 	if (stale)
 		info_("%s: %u chunks of a previous zvmmd removed: their state is unknown",
 		      p->dir, stale);
+	/*
+	 * A mount of its own, sized to the pool's max: hugetlbfs refuses an
+	 * allocation past it whoever makes it, so a client cannot grow a
+	 * leased chunk (ftruncate, fallocate through its fd) into hugepages
+	 * zvmmd does not count.
+	 */
+	snprintf(opts, sizeof(opts), "pagesize=%s,mode=0700",
+		 size_label(p->cfg->page_bytes, ps, sizeof(ps)));
+	if (p->cfg->max)
+		snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
+			 ",size=%llu", (unsigned long long)p->cfg->max);
+	if (mount("zvmmd", p->dir, "hugetlbfs", MS_NOSUID | MS_NODEV, opts))
+		return -errno;
+	p->mounted = true;
+	p->dirfd = open(p->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (p->dirfd < 0)
+		return -errno;
 	return 0;
 }
 
@@ -1124,6 +1204,23 @@ static void forget(struct epoll_event *evs, int from, int n,
 	}
 }
 
+/* Connections that hold no lease and asked nothing for IDLE_SECONDS. */
+static void sweep_idle(struct epoll_event *evs, int from, int n)
+{
+	double now = clock_now();
+	struct client *cl = d.clients, *next;
+
+	for (; cl; cl = next) {
+		next = cl->next;
+		if (cl->lease || now - cl->since < IDLE_SECONDS)
+			continue;
+		forget(evs, from, n, cl);
+		client_drop(cl);
+	}
+	/* Descriptors short for another reason (ENFILE): try again. */
+	listen_resume();
+}
+
 static int loop(void)
 {
 	struct epoll_event evs[16];
@@ -1155,8 +1252,11 @@ static int loop(void)
 				}
 				break;
 			case EV_TIMER:
-				if (read(d.timer_fd, &ticks, sizeof(ticks)) > 0)
+				if (read(d.timer_fd, &ticks, sizeof(ticks)) >
+				    0) {
 					quarantine_check();
+					sweep_idle(evs, i + 1, n);
+				}
 				break;
 			case EV_PIDFD:
 				/* The client exited: its lease ends even if
@@ -1187,6 +1287,7 @@ int main(int argc, char **argv)
 	const char *config = "/etc/zvmm/zvmmd.conf";
 	struct itimerspec its = { 0 };
 	struct epoll_event ev = { .events = EPOLLIN };
+	struct rlimit rl;
 	char err[512];
 	sigset_t set;
 	struct group *gr;
@@ -1223,6 +1324,11 @@ int main(int argc, char **argv)
 	if (geteuid()) {
 		err_("zvmmd mounts hugetlbfs and owns its chunks: run it as root (systemctl start zvmmd)");
 		return 1;
+	}
+	/* Two descriptors a connection, one a chunk: as many as allowed. */
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)!setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	gr = getgrnam(d.cfg.group);
 	d.gid = gr ? gr->gr_gid : (gid_t)-1;

@@ -460,6 +460,46 @@ Test(zvmmd, a_fresh_lease_holds_the_filler_back)
 }
 
 /*
+ * A client holds its chunks' fds read-write: growing one (ftruncate,
+ * fallocate) would take hugepages zvmmd does not count. The pool's
+ * mount is sized to its max, so the kernel refuses past it, though the
+ * machine has the pages free (setup reserved 192 MiB; max is 160).
+ */
+Test(zvmmd, a_client_cannot_grow_a_chunk_past_max)
+{
+	struct lease l;
+	int ret;
+
+	wait_status("clean_bytes", 64 * SZ_1M);
+	lease_get(&l, 16 * SZ_1M);
+	cr_assert_eq(l.err, 0, "%s", l.msg);
+	cr_assert_eq(ftruncate(l.fds[0], (off_t)(128 * SZ_1M)), 0);
+	/* 64 MiB held, 112 more: past 160, within what is free. */
+	ret = fallocate(l.fds[0], 0, (off_t)(16 * SZ_1M), (off_t)(112 * SZ_1M));
+	cr_assert_eq(ret, -1, "a chunk grew past the pool's max");
+	cr_assert_eq(errno, ENOSPC, "%s", strerror(errno));
+	lease_put(&l);
+	wait_status("leased_bytes", 0);
+}
+
+/*
+ * A connection that asks nothing is closed after 10 s (zvmmd(8)): idle
+ * ones cannot pin the daemon's descriptors.
+ */
+Test(zvmmd, an_idle_connection_is_closed)
+{
+	char c;
+	int fd = connect_sock();
+	struct timeval tv = { .tv_sec = 30 };
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)),
+		     0);
+	cr_assert_eq(recv(fd, &c, 1, 0), 0, "not closed: %s", strerror(errno));
+	close(fd);
+}
+
+/*
  * A client that forked and left a child holding a chunk: quarantined,
  * never leased again while held, retired once the child lets go.
  */
@@ -652,6 +692,9 @@ Test(zvmmd, hostile_messages_leave_nothing_behind)
 	m.r.page_bytes = SZ_2M;
 	m.r.bytes = 1024 * SZ_1M; /* past max */
 	hostile(&m, sizeof(m), ENOMEM);
+	/* Rounded up to chunks, it wrapped to none. */
+	m.r.bytes = 0 - 2 * SZ_1M;
+	hostile(&m, sizeof(m), EINVAL);
 	m.h.type = ZVMMD_LEASE_OK; /* the daemon's own type */
 	hostile(&m, sizeof(m), EPROTO);
 	/* Nothing held on their account, and it still leases. */
