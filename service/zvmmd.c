@@ -497,29 +497,41 @@ static int send_lease(int fd, const struct lease *l)
 }
 
 /* A lease's chunks come back: retired, or quarantined while held. */
+/*
+ * Who holds chunks, one walk of /proc for all of them (a walk costs what
+ * the host runs: every fd and mapping), and without d.lock, so the
+ * filler is not held up by it. Only this thread (the event loop) moves
+ * chunks into and out of quarantine, so none of them goes meanwhile.
+ */
+static long holder_pid[ZVMMD_MAX_CHUNKS];
+static char holder_comm[ZVMMD_MAX_CHUNKS][32];
+
 static void lease_end(struct lease *l)
 {
+	static struct stat st[ZVMMD_MAX_CHUNKS];
 	struct pool *p = l->pool;
 	struct chunk *c, *next;
-	char comm[32];
-	long pid;
+	unsigned int n = 0, i = 0;
 
+	for (c = l->chunks; c && n < ZVMMD_MAX_CHUNKS; c = c->next)
+		st[n++] = c->st;
+	zero_files_holders(st, n, holder_pid, holder_comm);
 	pthread_mutex_lock(&d.lock);
-	for (c = l->chunks; c; c = next) {
+	for (c = l->chunks; c; c = next, i++) {
 		next = c->next;
 		p->leased_bytes -= c->bytes;
-		pid = zero_file_holder(&c->st, comm, sizeof(comm));
-		if (pid < 0) {
+		if (i < n && holder_pid[i] < 0) {
 			retire(p, c);
 			continue;
 		}
-		c->holder = pid;
-		snprintf(c->holder_comm, sizeof(c->holder_comm), "%s", comm);
+		c->holder = i < n ? holder_pid[i] : 0;
+		snprintf(c->holder_comm, sizeof(c->holder_comm), "%s",
+			 i < n ? holder_comm[i] : "?");
 		c->next = p->quarantine;
 		p->quarantine = c;
 		p->quarantined_bytes += c->bytes;
 		warn_("lease %u: chunk %s is still held by pid %ld (%s): quarantined, never leased again, retired once free",
-		      l->id, c->name, pid, comm);
+		      l->id, c->name, c->holder, c->holder_comm);
 	}
 	poke_filler();
 	pthread_mutex_unlock(&d.lock);
@@ -554,22 +566,34 @@ static void lease_undo(struct lease *l)
 /* The quarantine, looked at again: chunks no one holds now retire. */
 static void quarantine_check(void)
 {
-	pthread_mutex_lock(&d.lock);
-	for (int i = 0; i < ZVMMD_NR_POOLS; i++) {
-		struct pool *p = &d.pools[i];
-		struct chunk **pp = &p->quarantine, *c;
-		char comm[32];
-		long pid;
+	static struct stat st[ZVMMD_MAX_CHUNKS];
+	struct chunk *c, **pp;
+	unsigned int n = 0, i = 0;
 
-		while ((c = *pp)) {
-			pid = zero_file_holder(&c->st, comm, sizeof(comm));
+	/* The first ZVMMD_MAX_CHUNKS this tick, the rest at the next. */
+	for (int k = 0; k < ZVMMD_NR_POOLS; k++)
+		for (c = d.pools[k].quarantine; c && n < ZVMMD_MAX_CHUNKS;
+		     c = c->next)
+			st[n++] = c->st;
+	if (!n)
+		return;
+	zero_files_holders(st, n, holder_pid, holder_comm);
+	pthread_mutex_lock(&d.lock);
+	for (int k = 0; k < ZVMMD_NR_POOLS && i < n; k++) {
+		struct pool *p = &d.pools[k];
+
+		pp = &p->quarantine;
+		while ((c = *pp) && i < n) {
+			long pid = holder_pid[i];
+
 			if (pid >= 0) {
 				c->holder = pid;
 				snprintf(c->holder_comm, sizeof(c->holder_comm),
-					 "%s", comm);
+					 "%s", holder_comm[i++]);
 				pp = &c->next;
 				continue;
 			}
+			i++;
 			*pp = c->next;
 			p->quarantined_bytes -= c->bytes;
 			info_("chunk %s is free again: retired", c->name);

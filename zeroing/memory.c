@@ -531,63 +531,105 @@ err_errno:
 	return -e;
 }
 
-long zero_file_holder(const struct stat *st, char *comm, size_t len)
+/* The first of @n files, not found yet, that is @dev:@ino; -1 if none. */
+static int which_file(const struct stat *st, unsigned int n, const long *pid,
+		      dev_t dev, ino_t ino)
 {
-	long self = (long)getpid(), found = -1;
-	struct dirent *de;
-	DIR *proc = opendir("/proc");
+	for (unsigned int i = 0; i < n; i++)
+		if (pid[i] < 0 && st[i].st_ino == ino && st[i].st_dev == dev)
+			return (int)i;
+	return -1;
+}
 
+static void comm_of(long pid, char *comm, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(comm, len, "?");
+	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(comm, (int)len, f))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+	}
+}
+
+unsigned int zero_files_holders(const struct stat *st, unsigned int n,
+				long *pid, char (*comm)[32])
+{
+	long self = (long)getpid();
+	unsigned int found = 0;
+	struct dirent *de;
+	DIR *proc;
+
+	for (unsigned int i = 0; i < n; i++)
+		pid[i] = -1;
+	proc = n ? opendir("/proc") : NULL;
 	if (!proc)
-		return -1;
-	while (found < 0 && (de = readdir(proc))) {
+		return 0;
+	while (found < n && (de = readdir(proc))) {
 		char path[64], line[512];
+		unsigned int before = found;
 		struct dirent *fe;
 		struct stat fst;
-		long pid;
+		long p;
 		char *end;
 		DIR *fds;
 		FILE *f;
+		int k;
 
-		pid = strtol(de->d_name, &end, 10);
-		if (*end || pid <= 0 || pid == self)
+		p = strtol(de->d_name, &end, 10);
+		if (*end || p <= 0 || p == self)
 			continue;
-		snprintf(path, sizeof(path), "/proc/%ld/fd", pid);
+		snprintf(path, sizeof(path), "/proc/%ld/fd", p);
 		fds = opendir(path);
-		while (fds && found < 0 && (fe = readdir(fds)))
+		while (fds && found < n && (fe = readdir(fds)))
 			if (fe->d_name[0] != '.' &&
 			    !fstatat(dirfd(fds), fe->d_name, &fst, 0) &&
-			    fst.st_dev == st->st_dev &&
-			    fst.st_ino == st->st_ino)
-				found = pid;
+			    (k = which_file(st, n, pid, fst.st_dev,
+					    fst.st_ino)) >= 0) {
+				pid[k] = p;
+				found++;
+			}
 		if (fds)
 			closedir(fds);
-		snprintf(path, sizeof(path), "/proc/%ld/maps", pid);
-		f = found < 0 ? fopen(path, "re") : NULL;
-		while (f && found < 0 && fgets(line, sizeof(line), f)) {
+		snprintf(path, sizeof(path), "/proc/%ld/maps", p);
+		f = found < n ? fopen(path, "re") : NULL;
+		while (f && found < n && fgets(line, sizeof(line), f)) {
 			unsigned int maj, min;
 			unsigned long ino;
 
 			if (sscanf(line, "%*x-%*x %*s %*x %x:%x %lu", &maj,
 				   &min, &ino) == 3 &&
-			    ino == (unsigned long)st->st_ino &&
-			    makedev(maj, min) == st->st_dev)
-				found = pid;
+			    (k = which_file(st, n, pid, makedev(maj, min),
+					    (ino_t)ino)) >= 0) {
+				pid[k] = p;
+				found++;
+			}
 		}
 		if (f)
 			fclose(f);
-		if (found < 0)
+		if (found == before)
 			continue;
-		snprintf(comm, len, "?");
-		snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-		f = fopen(path, "re");
-		if (f) {
-			if (fgets(comm, (int)len, f))
-				comm[strcspn(comm, "\n")] = '\0';
-			fclose(f);
-		}
+		for (unsigned int i = 0; i < n; i++)
+			if (pid[i] == p)
+				comm_of(p, comm[i], sizeof(comm[i]));
 	}
 	closedir(proc);
 	return found;
+}
+
+long zero_file_holder(const struct stat *st, char *comm, size_t len)
+{
+	char c[1][32];
+	long pid;
+
+	if (!zero_files_holders(st, 1, &pid, c))
+		return -1;
+	snprintf(comm, len, "%s", c[0]);
+	return pid;
 }
 
 int zero_mem_check_alone(const struct zero_mem *m, char *err, size_t len)

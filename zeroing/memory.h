@@ -97,7 +97,6 @@ static inline char *zero_mem_guest_page(const struct zero_mem *m, uint64_t i)
 	return m->guest + i * m->page_bytes;
 }
 
-/* Hugepages the file holds now (allocated in the kernel's page cache). */
 /*
  * The first process other than this one that has @st's file open or
  * mapped, from /proc (as fuser(1) finds it), and its name in @comm; -1
@@ -105,6 +104,16 @@ static inline char *zero_mem_guest_page(const struct zero_mem *m, uint64_t i)
  */
 long zero_file_holder(const struct stat *st, char *comm, size_t len);
 
+/*
+ * zero_file_holder() for @n files in one walk of /proc (its cost is the
+ * host's processes, fds and mappings, whatever @n is): pid[i] and
+ * comm[i] for file i, pid[i] = -1 for one no other process holds.
+ * Returns how many are held.
+ */
+unsigned int zero_files_holders(const struct stat *st, unsigned int n,
+				long *pid, char (*comm)[32]);
+
+/* Hugepages the file holds now (allocated in the kernel's page cache). */
 uint64_t zero_mem_allocated_pages(const struct zero_mem *m);
 
 /*

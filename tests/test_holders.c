@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+/*
+ * zero_files_holders(): who holds which file, found as fuser(1) finds
+ * it (an open fd, a mapping), for many files in one walk of /proc. zvmmd
+ * retires a returned chunk only when this says no one holds it.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../zeroing/memory.h"
+
+#define NR 4
+
+static char path[NR][64];
+static struct stat st[NR];
+
+static void setup(void)
+{
+	for (int i = 0; i < NR; i++) {
+		int fd;
+
+		snprintf(path[i], sizeof(path[i]),
+			 "/tmp/zvmm-test-holders.%d.%d", (int)getpid(), i);
+		fd = open(path[i], O_RDWR | O_CREAT | O_TRUNC, 0600);
+		cr_assert_geq(fd, 0);
+		cr_assert_eq(ftruncate(fd, 4096), 0);
+		cr_assert_eq(fstat(fd, &st[i]), 0);
+		close(fd);
+	}
+}
+
+static void teardown(void)
+{
+	for (int i = 0; i < NR; i++)
+		unlink(path[i]);
+}
+
+TestSuite(holders, .init = setup, .fini = teardown, .timeout = 30);
+
+/* A child named @name that holds file @i (by fd, or by a mapping only). */
+static pid_t holder(int i, bool map, const char *name, int ready)
+{
+	pid_t pid = fork();
+
+	cr_assert_neq(pid, -1);
+	if (!pid) {
+		int fd = open(path[i], O_RDWR);
+
+		prctl(PR_SET_NAME, name);
+		alarm(30);
+		if (fd < 0)
+			_exit(1);
+		if (map) {
+			if (mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) ==
+			    MAP_FAILED)
+				_exit(1);
+			close(fd);
+		}
+		(void)!write(ready, "x", 1);
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+Test(holders, each_file_its_holder_in_one_walk)
+{
+	long pid[NR];
+	char comm[NR][32], c;
+	int ready[2];
+	pid_t a, b;
+
+	cr_assert_eq(pipe(ready), 0);
+	a = holder(1, false, "zvmm-fd-holder", ready[1]);
+	b = holder(3, true, "zvmm-map-holder", ready[1]);
+	cr_assert_eq(read(ready[0], &c, 1), 1);
+	cr_assert_eq(read(ready[0], &c, 1), 1);
+	cr_assert_eq(zero_files_holders(st, NR, pid, comm), 2);
+	kill(a, SIGKILL);
+	kill(b, SIGKILL);
+	waitpid(a, NULL, 0);
+	waitpid(b, NULL, 0);
+	cr_assert_eq(pid[0], -1);
+	cr_assert_eq(pid[1], a, "an open fd: %ld, want %d", pid[1], (int)a);
+	cr_assert_str_eq(comm[1], "zvmm-fd-holder");
+	cr_assert_eq(pid[2], -1);
+	cr_assert_eq(pid[3], b, "a mapping: %ld, want %d", pid[3], (int)b);
+	cr_assert_str_eq(comm[3], "zvmm-map-holder");
+	/* Let go: no one. */
+	cr_assert_eq(zero_files_holders(st, NR, pid, comm), 0);
+	for (int i = 0; i < NR; i++)
+		cr_assert_eq(pid[i], -1);
+	cr_assert_eq(zero_file_holder(&st[2], comm[0], sizeof(comm[0])), -1);
+}
