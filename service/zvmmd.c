@@ -915,8 +915,10 @@ static int refuse(int fd, uid_t uid)
 /* Root, or a member of [service] group (its primary or another group). */
 static bool peer_allowed(int fd, const struct ucred *uc)
 {
-	gid_t groups[256];
-	socklen_t len = sizeof(groups);
+	gid_t few[64], *groups = few;
+	socklen_t len = sizeof(few);
+	bool ok = false;
+	int ret;
 
 	if (uc->uid == 0)
 		return true;
@@ -924,12 +926,23 @@ static bool peer_allowed(int fd, const struct ucred *uc)
 		return false;
 	if (uc->gid == d.gid)
 		return true;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len))
-		return false;
-	for (size_t i = 0; i < len / sizeof(gid_t); i++)
-		if (groups[i] == d.gid)
-			return true;
-	return false;
+	/* ERANGE says how much room the peer's groups need (up to 65536). */
+	ret = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
+	if (ret && errno == ERANGE && len > sizeof(few)) {
+		groups = malloc(len);
+		if (groups &&
+		    getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len)) {
+			free(groups);
+			groups = NULL;
+		}
+	} else if (ret) {
+		groups = NULL;
+	}
+	for (size_t i = 0; groups && i < len / sizeof(gid_t); i++)
+		ok |= groups[i] == d.gid;
+	if (groups != few)
+		free(groups);
+	return ok;
 }
 
 static void client_accept(void)

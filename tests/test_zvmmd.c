@@ -711,6 +711,50 @@ Test(zvmmd, hostile_messages_leave_nothing_behind)
 }
 
 /* A peer neither root nor in [service] group is refused before anything. */
+/*
+ * A member whose group comes late in a long list (300 supplementary
+ * groups; the kernel keeps up to 65536) is served: SO_PEERGROUPS says
+ * ERANGE for a short buffer, and zvmmd asks again with room.
+ */
+Test(zvmmd, a_member_of_many_groups_is_served)
+{
+	int status;
+	pid_t pid;
+
+	wait_status("clean_bytes", 64 * SZ_1M);
+	cr_assert_eq(chmod(dir, 0711), 0);
+	cr_assert_eq(chmod(sock, 0666), 0);
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (!pid) {
+		static gid_t groups[300];
+		struct lease l = { 0 };
+		struct zvmmd_lease_req req = { 16 * SZ_1M, SZ_2M, -1, 0 };
+		int fd;
+
+		alarm(30);
+		for (unsigned int i = 0; i < 299; i++)
+			groups[i] = 20000 + i;
+		groups[299] = 0; /* the test's zvmmd serves group root */
+		if (setgroups(300, groups) || setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(10);
+		fd = connect_sock();
+		if (fd < 0)
+			_exit(11);
+		(void)!send_msg(fd, ZVMMD_LEASE, &req, sizeof(req));
+		if (recv_reply(fd, &l))
+			_exit(12);
+		for (unsigned int i = 0; i < l.n; i++)
+			close(l.fds[i]);
+		_exit(!l.err && l.n ? 0 : 13);
+	}
+	waitpid(pid, &status, 0);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "the member was not served: %d", WEXITSTATUS(status));
+	wait_status("leased_bytes", 0);
+}
+
 Test(zvmmd, a_peer_outside_the_group_is_refused)
 {
 	int status;
