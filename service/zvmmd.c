@@ -146,6 +146,10 @@ struct client {
  * process runs out of descriptors anyway accepting pauses until one is
  * closed (the listening socket would otherwise wake epoll forever).
  */
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
 #define IDLE_SECONDS 10.0
 #define MAX_CLIENTS 4096
 static unsigned int nr_clients;
@@ -1006,9 +1010,15 @@ static void client_accept(void)
 			cl->comm[strcspn(cl->comm, "\n")] = '\0';
 		fclose(f);
 	}
-	/* The client's exit ends its lease even if a child of a fork()
-	 * keeps the socket open. */
-	cl->pidfd = (int)syscall(SYS_pidfd_open, uc.pid, 0);
+	/*
+	 * The client's exit ends its lease even if a child of a fork()
+	 * keeps the socket open. SO_PEERPIDFD (Linux 6.5) names the very
+	 * process that connected, even one gone by now; pidfd_open() of its
+	 * pid could name another that took the number since.
+	 */
+	len = sizeof(cl->pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &cl->pidfd, &len))
+		cl->pidfd = (int)syscall(SYS_pidfd_open, uc.pid, 0);
 	ev.data.ptr = &cl->sock_ev;
 	epoll_ctl(d.epfd, EPOLL_CTL_ADD, fd, &ev);
 	if (cl->pidfd >= 0) {
