@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -94,7 +95,8 @@ struct chunk {
 struct pool {
 	const struct zvmmd_pool_cfg *cfg;
 	char label[24]; /* "2M", "1G", "2M-node1" */
-	char dir[PATH_MAX];
+	char dir[PATH_MAX]; /* for messages: [service] dir/label */
+	char at[64]; /* the mount point through d.dirfd: /proc/self/fd/N/label */
 	int dirfd;
 	bool mounted;
 	bool refilling; /* below low: fill up to high */
@@ -176,6 +178,7 @@ static struct {
 	bool filler_on;
 	int epfd, listen_fd, signal_fd, timer_fd;
 	bool bound; /* the socket file is ours to remove */
+	int dirfd; /* [service] dir, opened without symbolic links */
 	gid_t gid; /* the peers' group, (gid_t)-1: root alone */
 	struct client *clients;
 	uint32_t next_lease;
@@ -185,7 +188,8 @@ static struct {
 	.epfd = -1,
 	.listen_fd = -1,
 	.signal_fd = -1,
-	.timer_fd = -1 };
+	.timer_fd = -1,
+	.dirfd = -1 };
 
 static uint64_t held_bytes(const struct pool *p)
 {
@@ -1086,6 +1090,40 @@ static bool client_read(struct client *cl)
  * what is in it is zvmmd's alone. Whatever a previous zvmmd left there
  * is of unknown state: removed, never leased.
  */
+/*
+ * A directory of zvmmd's, made with @mode when missing, opened without
+ * following a symbolic link anywhere in @path (openat2), and root's and
+ * writable by root alone: otherwise another user could swap what is in
+ * it (a chunk directory for a symbolic link that points a mount of
+ * zvmmd's anywhere, a socket for theirs). Returns the fd or -errno.
+ */
+static int safe_dir(const char *path, mode_t mode, const char *key)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS,
+	};
+	struct stat st;
+	int fd, ret;
+
+	if (mkdir(path, mode) && errno != EEXIST)
+		return -errno;
+	fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	if (fd < 0) {
+		ret = -errno;
+		err_("%s %s: cannot open it without following a symbolic link: %s (give a path without one)",
+		     key, path, strerror(-ret));
+		return ret;
+	}
+	if (fstat(fd, &st) || st.st_uid != 0 || (st.st_mode & 022)) {
+		err_("%s %s: must be root's and writable by root alone (chown root; chmod go-w)",
+		     key, path);
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
 /* Removes every file in @dirfd's directory; how many. */
 static unsigned int remove_all(int dirfd)
 {
@@ -1105,26 +1143,31 @@ static int pool_open(struct pool *p)
 {
 	char opts[96], ps[8];
 	struct statfs sf;
+	struct stat st;
 	unsigned int stale = 0;
 	int fd;
 
 	snprintf(p->dir, sizeof(p->dir), "%s/%s", d.cfg.dir, p->label);
-	if (mkdir(d.cfg.dir, 0755) && errno != EEXIST)
+	snprintf(p->at, sizeof(p->at), "/proc/self/fd/%d/%s", d.dirfd,
+		 p->label);
+	if (mkdirat(d.dirfd, p->label, 0700) && errno != EEXIST)
 		return -errno;
-	if (mkdir(p->dir, 0700) && errno != EEXIST)
+	if (fstatat(d.dirfd, p->label, &st, AT_SYMLINK_NOFOLLOW))
 		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != 0)
+		return -ENOTDIR;
 	/*
 	 * A mount a previous zvmmd left (killed, crashed mid-fill): nothing
 	 * in it is trusted, so its files go, and the mount is detached, as
 	 * its size is unknown too.
 	 */
-	if (!statfs(p->dir, &sf) && sf.f_type == HUGETLBFS_MAGIC) {
-		fd = open(p->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (!statfs(p->at, &sf) && sf.f_type == HUGETLBFS_MAGIC) {
+		fd = open(p->at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd >= 0) {
 			stale = remove_all(fd);
 			close(fd);
 		}
-		(void)!umount2(p->dir, MNT_DETACH);
+		(void)!umount2(p->at, MNT_DETACH);
 	}
 	if (stale)
 		info_("%s: %u chunks of a previous zvmmd removed: their state is unknown",
@@ -1140,10 +1183,10 @@ static int pool_open(struct pool *p)
 	if (p->cfg->max)
 		snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
 			 ",size=%llu", (unsigned long long)p->cfg->max);
-	if (mount("zvmmd", p->dir, "hugetlbfs", MS_NOSUID | MS_NODEV, opts))
+	if (mount("zvmmd", p->at, "hugetlbfs", MS_NOSUID | MS_NODEV, opts))
 		return -errno;
 	p->mounted = true;
-	p->dirfd = open(p->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	p->dirfd = open(p->at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (p->dirfd < 0)
 		return -errno;
 	return 0;
@@ -1163,24 +1206,46 @@ static void pool_close(struct pool *p)
 	}
 	if (p->dirfd >= 0)
 		close(p->dirfd);
-	if (p->mounted && umount2(p->dir, MNT_DETACH))
+	if (p->mounted && umount2(p->at, MNT_DETACH))
 		warn_("cannot unmount %s: %s", p->dir, strerror(errno));
 	if (p->mounted)
-		rmdir(p->dir);
+		unlinkat(d.dirfd, p->label, AT_REMOVEDIR);
+}
+
+static bool socket_activated(void)
+{
+	const char *lp = getenv("LISTEN_PID"), *lf = getenv("LISTEN_FDS");
+
+	return lp && lf && atol(lp) == (long)getpid() && atoi(lf) == 1;
+}
+
+/* A live zvmmd at [service] socket: connecting succeeds. */
+static bool another_listens(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	bool live;
+
+	if (fd < 0)
+		return false;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d.cfg.socket);
+	live = !connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	return live;
 }
 
 static int socket_open(void)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	const char *lp = getenv("LISTEN_PID"), *lf = getenv("LISTEN_FDS");
 	struct stat st;
 	struct group *gr;
 	char dir[sizeof(sa.sun_path)], *slash;
-	int type = 0;
+	int type = 0, fd, ret;
 	socklen_t len = sizeof(type);
+	mode_t mask;
 
 	/* systemd's socket activation: zvmmd.socket made and bound it. */
-	if (lp && lf && atol(lp) == (long)getpid() && atoi(lf) == 1) {
+	if (socket_activated()) {
 		d.listen_fd = SD_LISTEN_FDS_START;
 		if (getsockopt(d.listen_fd, SOL_SOCKET, SO_TYPE, &type, &len) ||
 		    type != SOCK_SEQPACKET) {
@@ -1196,8 +1261,10 @@ static int socket_open(void)
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = '\0';
-		if (mkdir(dir, 0755) && errno != EEXIST)
-			return -errno;
+		fd = safe_dir(dir, 0755, "[service] socket's directory");
+		if (fd < 0)
+			return fd;
+		close(fd);
 	}
 	/* A stale socket of an earlier zvmmd, never anything else. */
 	if (!lstat(d.cfg.socket, &st)) {
@@ -1212,12 +1279,16 @@ static int socket_open(void)
 			     SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (d.listen_fd < 0)
 		return -errno;
-	if (bind(d.listen_fd, (struct sockaddr *)&sa, sizeof(sa)))
+	/* 0660 from the start, never a moment more open. */
+	mask = umask(0117);
+	ret = bind(d.listen_fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(mask);
+	if (ret)
 		return -errno;
 	d.bound = true;
 	gr = getgrnam(d.cfg.group);
-	if (chmod(d.cfg.socket, 0660) ||
-	    chown(d.cfg.socket, 0, gr ? gr->gr_gid : 0))
+	if (fchownat(AT_FDCWD, d.cfg.socket, 0, gr ? gr->gr_gid : 0,
+		     AT_SYMLINK_NOFOLLOW))
 		return -errno;
 	if (listen(d.listen_fd, 64))
 		return -errno;
@@ -1386,6 +1457,18 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	/*
+	 * One zvmmd a config: a second would empty and remount the first's
+	 * pools. Under systemd the socket unit sees to it.
+	 */
+	if (!socket_activated() && another_listens()) {
+		err_("another zvmmd listens on %s: stop it first (systemctl stop zvmmd), or give this one its own [service] socket and dir",
+		     d.cfg.socket);
+		return 1;
+	}
+	d.dirfd = safe_dir(d.cfg.dir, 0755, "[service] dir");
+	if (d.dirfd < 0)
+		return 1;
 	for (int i = 0; i < ZVMMD_NR_POOLS; i++) {
 		const struct zvmmd_pool_cfg *pc = &d.cfg.pool[i];
 		char ps[8];
@@ -1455,6 +1538,8 @@ out:
 	for (int i = 0; i < ZVMMD_NR_POOLS; i++)
 		if (d.cfg.pool[i].on)
 			pool_close(&d.pools[i]);
+	if (d.dirfd >= 0)
+		close(d.dirfd);
 	if (d.bound)
 		unlink(d.cfg.socket);
 	return ret ? 1 : 0;

@@ -499,6 +499,87 @@ Test(zvmmd, an_idle_connection_is_closed)
 	close(fd);
 }
 
+/* Runs another zvmmd with @config to its end: its exit status, its log. */
+static int zvmmd_once(const char *config, char *log, size_t len)
+{
+	char path[160];
+	int status, fd;
+	ssize_t n;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/once.log", dir);
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (!pid) {
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		alarm(20);
+		execl(zvmmd_bin(), "zvmmd", "--config", config, (char *)NULL);
+		_exit(127);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	fd = open(path, O_RDONLY);
+	n = fd >= 0 ? read(fd, log, len - 1) : 0;
+	log[n > 0 ? n : 0] = '\0';
+	if (fd >= 0)
+		close(fd);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* A second zvmmd on one config would empty the first's pools: refused. */
+Test(zvmmd, a_second_zvmmd_on_one_config_is_refused)
+{
+	char log[2048];
+	struct lease l;
+
+	wait_status("clean_bytes", 64 * SZ_1M);
+	lease_get(&l, 16 * SZ_1M);
+	cr_assert_eq(l.err, 0, "%s", l.msg);
+	cr_assert_eq(zvmmd_once(conf, log, sizeof(log)), 1, "%s", log);
+	cr_assert(strstr(log, "another zvmmd listens"), "%s", log);
+	/* The first one's chunks and lease are as they were. */
+	cr_assert_eq(status_num("clean_bytes"), 48 * SZ_1M);
+	cr_assert_eq(status_num("leased_bytes"), 16 * SZ_1M);
+	cr_assert_eq(nonzero_words(&l), 0);
+	lease_put(&l);
+}
+
+/*
+ * [service] dir where another user could swap a pool's directory for a
+ * symbolic link (zvmmd mounts there as root): writable by others, or
+ * reached through a link. Refused at start, nothing mounted.
+ */
+Test(zvmmd, a_chunk_dir_others_could_change_is_refused)
+{
+	static const char *const how[] = { "writable", "link" };
+	char sub[128], other[160], log[2048], text[512], c2[160];
+
+	for (unsigned int i = 0; i < 2; i++) {
+		snprintf(sub, sizeof(sub), "%s/%s", dir, how[i]);
+		snprintf(other, sizeof(other), "%s/real", dir);
+		if (i == 0) {
+			cr_assert_eq(mkdir(sub, 0777), 0);
+			cr_assert_eq(chmod(sub, 0777), 0);
+		} else {
+			cr_assert_eq(mkdir(other, 0700), 0);
+			cr_assert_eq(symlink(other, sub), 0);
+		}
+		snprintf(c2, sizeof(c2), "%s/other.conf", dir);
+		snprintf(
+			text, sizeof(text),
+			"[service]\nsocket = %s/other.sock\ndir = %s\ngroup = root\n"
+			"[pages.2M]\nchunk = 16M\nlow = 16M\nhigh = 16M\nmax = 16M\n",
+			dir, sub);
+		test_write_text(c2, text);
+		cr_assert_eq(zvmmd_once(c2, log, sizeof(log)), 1, "%s: %s",
+			     how[i], log);
+		cr_assert(strstr(log, i ? "symbolic link" :
+					  "writable by root alone"),
+			  "%s: %s", how[i], log);
+	}
+}
+
 /*
  * A client that forked and left a child holding a chunk: quarantined,
  * never leased again while held, retired once the child lets go.
