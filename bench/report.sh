@@ -454,7 +454,9 @@ if [ -s "$DIR/storm.md" ]; then
 		printf '\n## Launch storm: zvmmd, warm pools, QEMU\n\n'
 		printf 'One launch after another of 1 GiB guests on 1 GiB pages, each\n'
 		printf 'touching all its memory, three ways in the same run; then a running\n'
-		printf 'guest'"'"'s touch rate while zvmmd fills chunks at idle priority\n'
+		printf 'guest'"'"'s touch rate while zvmmd fills chunks at idle priority, and what\n'
+		printf 'filling takes from a busy vCPU'"'"'s memory bandwidth (a writer on one core\n'
+		printf 'standing in for it: a PVM guest cannot load memory itself)\n'
 		printf '(bench/storm.sh, DESIGN.md 3 "zvmmd").\n\n```\n'
 		cat "$DIR/storm.md"
 		printf '```\n'

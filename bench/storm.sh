@@ -73,7 +73,16 @@ launch() {
 	printf '%s' "$(ready_of "$json")"
 	grep -q '"empty_bytes": [1-9]' "$json" && printf '*'
 	echo
+	# A launch over the 5 ms target says where its time went, in this run.
+	if [ "$measuring" = 1 ] && awk "BEGIN {exit !($(ready_of "$json") > 5)}"; then
+		printf '%s ms (%s):' "$(ready_of "$json")" "$*" >>"$work/slow"
+		tr -d ' \n' <"$json" | grep -o '"phases_ms":{[^}]*}' |
+			sed 's/"phases_ms"://; s/[{}"]//g; s/,/, /g; s/:/ /g' >>"$work/slow"
+		echo >>"$work/slow"
+	fi
 }
+
+measuring=0
 
 # The CPU seconds (user + system) of this shell's children so far: run
 # in this shell, not a $(...) subshell, whose children are its own.
@@ -109,6 +118,7 @@ launch --pool-service --socket "$work/zvmmd.sock" >/dev/null # warm-up
 zd0=$(cpu_of "$zpid")
 zc=0
 zr=""
+measuring=1
 for i in $(seq "$N"); do
 	# The launches' own CPU time, not the status polls' between them.
 	cpu_mark
@@ -124,6 +134,7 @@ for i in $(seq "$N"); do
 		sleep 0.05
 	done
 done
+measuring=0
 zcpu=$(awk "BEGIN {print $(cpu_of "$zpid") - $zd0}")
 
 # --- warm pool, scrubbed at each exit
@@ -133,9 +144,11 @@ launch --pool "$work/mnt/pool" --set pool.on_exit=scrub >/dev/null # warm-up
 cpu_mark
 c0=$(cpu_read)
 wr=""
+measuring=1
 for i in $(seq "$N"); do
 	wr+=" $(launch --pool "$work/mnt/pool" --set pool.on_exit=scrub --policy configs/demand.conf)"
 done
+measuring=0
 cpu_mark
 wc=$(awk "BEGIN {print $(cpu_read) - $c0}")
 rm -f "$work/mnt/pool"
@@ -173,6 +186,10 @@ row qemu "$qr" "$(printf '%.2f' "$qc")"
 echo "ready: zvmm's launch.ready_ms (start to first vCPU entry); qemu: exec to the guest's report (an upper bound)"
 echo "host CPU s: the launching processes' user+system; zvmmd's row adds zvmmd's own (its filling) after the +"
 echo "*: zvmmd had no zeroed chunk for that launch (it got holes the kernel zeroes at first touch)"
+if [ -s "$work/slow" ]; then
+	echo "launches over 5 ms, and their phases (ms):"
+	sed 's/--pool-service --socket [^ ]*/zvmmd/; s/--pool [^ ]* --set pool.on_exit=scrub/warm pool/; s/ --policy configs\/demand.conf//' "$work/slow"
+fi
 
 # --- a running guest's touch rate: zvmmd filling at idle vs an idle host
 touch_rate() {
