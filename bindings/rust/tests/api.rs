@@ -22,7 +22,7 @@ fn versions_agree() {
 
 #[test]
 fn policy_sets_formats_and_loads() {
-    log_to_stderr();
+    capture_log();
     let mut p = Policy::new().unwrap();
     p.set("zeroing.mode", "demand").unwrap();
     p.set("pool.on_exit", "scrub").unwrap();
@@ -32,6 +32,8 @@ fn policy_sets_formats_and_loads() {
 
     let e = p.set("zeroing.nonsense", "1").unwrap_err();
     assert_eq!(e.errno(), libc::EINVAL);
+    // The reason went to the log, in words that name the key.
+    assert!(!logged("unknown key 'nonsense'").is_empty(), "the log did not name the key");
     assert_eq!(e.call(), "zvmm_policy_set");
     assert_eq!(std::io::Error::from(e).raw_os_error(), Some(libc::EINVAL));
     assert_eq!(p.set("zeroing.mode", "sometimes").unwrap_err().code(), -libc::EINVAL);
@@ -51,7 +53,7 @@ fn policy_sets_formats_and_loads() {
 
 #[test]
 fn mem_errors_come_back_as_errno() {
-    log_to_stderr();
+    capture_log();
     // Not a multiple of the page size.
     let e = Mem::new(PAGE_2M + 4096, PAGE_2M).check().unwrap_err();
     assert!(e.code() < 0);
@@ -83,7 +85,7 @@ fn backends_and_arch() {
 #[test]
 fn order_rules_on_a_memfd_guest() {
     let test = "order rules on a memfd guest";
-    log_to_stderr();
+    capture_log();
     let _one = hugepages_lock();
     if let Err(why) = need_2m_hugepages(8) {
         skip!(test, "{}", why);
@@ -137,7 +139,7 @@ fn arc_guest_memory_across_threads() {
     use zvmm::vm_memory_adapter::ZvmmMemory;
 
     let test = "Arc<Guest> memory across threads";
-    log_to_stderr();
+    capture_log();
     let _one = hugepages_lock();
     if let Err(why) = need_2m_hugepages(4) {
         skip!(test, "{}", why);

@@ -138,7 +138,7 @@ macro_rules! prepare_or_skip {
 /// this guest's memory under @mode.
 fn tenant_mapping(mode: &str) {
     let test = format!("{}: a tenant's mapping", mode);
-    log_to_stderr();
+    capture_log();
     let _one = hugepages_lock();
     if let Err(why) = need_2m_hugepages(PAGES) {
         skip!(test, "{}", why);
@@ -254,7 +254,7 @@ fn tenant_mapping(mode: &str) {
 /// on_exit = keep), opened as this guest's memory under @mode.
 fn previous_guest(mode: &str) {
     let test = format!("{}: a previous guest", mode);
-    log_to_stderr();
+    capture_log();
     let _one = hugepages_lock();
     if let Err(why) = need_2m_hugepages(PAGES) {
         skip!(test, "{}", why);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 //! What the integration tests share: skipping that says why (and fails
 //! under ZVMM_RUST_REQUIRE=1), a hugetlbfs mount of the test's own, the
-//! library's log on stderr.
+//! library's log kept for the tests to read.
 #![allow(dead_code)]
 
 use std::ffi::CString;
@@ -32,14 +32,30 @@ macro_rules! skip {
     }};
 }
 
-/// The library's warnings and errors on stderr, once per process.
-pub fn log_to_stderr() {
+/// What the library logged, warnings and errors, for a test to look at.
+static LOGGED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// The library's warnings and errors, once per process: kept for
+/// [`logged`], as the tests provoke errors on purpose and their messages
+/// are not the reader's; on stderr too with ZVMM_TEST_LOG=1.
+pub fn capture_log() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
-        zvmm::set_log(zvmm::LogLevel::Warning, |level, msg| {
-            eprintln!("libzvmm {:?}: {}", level, msg)
+        let echo = std::env::var("ZVMM_TEST_LOG").map_or(false, |v| v == "1");
+        zvmm::set_log(zvmm::LogLevel::Warning, move |level, msg| {
+            let line = format!("libzvmm {:?}: {}", level, msg);
+            if echo {
+                eprintln!("{}", line);
+            }
+            LOGGED.lock().unwrap_or_else(|e| e.into_inner()).push(line);
         })
     });
+}
+
+/// The library's messages so far that contain @needle.
+pub fn logged(needle: &str) -> Vec<String> {
+    let log = LOGGED.lock().unwrap_or_else(|e| e.into_inner());
+    log.iter().filter(|l| l.contains(needle)).cloned().collect()
 }
 
 /// One hugepage test at a time: each needs its pool's hugepages free,
