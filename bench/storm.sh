@@ -63,6 +63,27 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR
 ready_of() { grep -o '"ready_ms": [0-9.]*' "$1" | awk '{print $2}'; }
 now_us() { echo $(($(date +%s%N) / 1000)); }
 
+# zvmmd.conf for one pool: FILE SECTION LOW HIGH MAX [RATE]
+zvmmd_conf() {
+	{
+		printf '[service]\nsocket = %s\ndir = %s\ngroup = root\n' \
+			"$work/zvmmd.sock" "$work/chunks"
+		printf '[%s]\nchunk = 1G\nlow = %s\nhigh = %s\nmax = %s\n' "$2" "$3" "$4" "$5"
+		[ -z "${6:-}" ] || printf '[scrub]\nrate = %s\n' "$6"
+	} >"$1"
+}
+# In this shell (zpid is its): a zvmmd on FILE, listening when this returns.
+zvmmd_start() {
+	zvmmd_stop
+	"$ZVMMD" --config "$1" >/dev/null 2>>"$work/zvmmd.log" &
+	zpid=$!
+	for _ in $(seq 500); do [ -S "$work/zvmmd.sock" ] && break; sleep 0.01; done
+}
+zvmmd_stop() {
+	[ -z "$zpid" ] || { kill "$zpid" 2>/dev/null; wait "$zpid" 2>/dev/null || true; }
+	zpid=""
+}
+
 # One zvmm launch: its ready_ms, '*' after it when zvmmd leased it no
 # zeroed chunk (the guest must have read zero either way).
 launch() {
@@ -75,10 +96,9 @@ launch() {
 	echo
 	# A launch over the 5 ms target says where its time went, in this run.
 	if [ "$measuring" = 1 ] && awk "BEGIN {exit !($(ready_of "$json") > 5)}"; then
-		printf '%s ms (%s):' "$(ready_of "$json")" "$*" >>"$work/slow"
+		printf '%s ms (%s): ' "$(ready_of "$json")" "$*" >>"$work/slow"
 		tr -d ' \n' <"$json" | grep -o '"phases_ms":{[^}]*}' |
 			sed 's/"phases_ms"://; s/[{}"]//g; s/,/, /g; s/:/ /g' >>"$work/slow"
-		echo >>"$work/slow"
 	fi
 }
 
@@ -94,20 +114,8 @@ printf 'launch storm: %d launches of 1 GiB guests on 1 GiB pages, each touching 
 
 # --- zvmmd
 mkdir -p "$work/chunks"
-cat >"$work/zvmmd.conf" <<EOF
-[service]
-socket = $work/zvmmd.sock
-dir = $work/chunks
-group = root
-[pages.1G]
-chunk = 1G
-low = 3G
-high = 3G
-max = 4G
-EOF
-"$ZVMMD" --config "$work/zvmmd.conf" 2>"$work/zvmmd.log" &
-zpid=$!
-for _ in $(seq 500); do [ -S "$work/zvmmd.sock" ] && break; sleep 0.01; done
+zvmmd_conf "$work/zvmmd.conf" pages.1G 3G 3G 4G
+zvmmd_start "$work/zvmmd.conf"
 # Filled up to high before the storm: the steady state a host keeps.
 for _ in $(seq 600); do
 	"$ZVMM" pool status --socket "$work/zvmmd.sock" --json - 2>/dev/null |
@@ -210,13 +218,9 @@ done
 # zvmmd filling while the guest runs: started empty each time, it fills
 # its 3 GiB at idle priority, capped at 1 GB/s, over about 3 s of the
 # guest's run.
-sed 's/^max = 4G$/max = 4G\n[scrub]\nrate = 1G/' "$work/zvmmd.conf" >"$work/busy.conf"
+zvmmd_conf "$work/busy.conf" pages.1G 3G 3G 4G 1G
 for _ in 1 2 3; do
-	kill "$zpid"
-	wait "$zpid" 2>/dev/null || true
-	"$ZVMMD" --config "$work/busy.conf" 2>>"$work/zvmmd.log" &
-	zpid=$!
-	for _ in $(seq 500); do [ -S "$work/zvmmd.sock" ] && break; sleep 0.01; done
+	zvmmd_start "$work/busy.conf"
 	busy+=" $(touch_rate)"
 done
 printf 'touch rate of a 1 GiB guest, one write per 64 KiB (GB/s of memory walked, median of 3): idle host %s, zvmmd filling 3 GiB at idle %s\n' \
@@ -236,6 +240,7 @@ bw_run() {
 	mpid=$!
 	for _ in $(seq 1000); do grep -q warm "$work/bw.out" && break; sleep 0.01; done
 	if [ -n "$conf" ]; then
+		# Not zvmmd_start: the writer is already timing, no wait here.
 		"$ZVMMD" --config "$conf" >/dev/null 2>>"$work/zvmmd.log" &
 		zpid=$!
 	fi
@@ -243,25 +248,13 @@ bw_run() {
 	if [ -n "$conf" ]; then
 		f=$("$ZVMM" pool status --socket "$work/zvmmd.sock" --json - 2>/dev/null |
 			grep -o '"scrubbed_bytes":[0-9]*' | head -1 | cut -d: -f2)
-		kill "$zpid" 2>/dev/null && wait "$zpid" 2>/dev/null
-		zpid=""
+		zvmmd_stop
 	fi
 	echo "$(tail -1 "$work/bw.out") ${f:-0}" >>"$out"
 }
-[ -n "$zpid" ] && kill "$zpid" 2>/dev/null && wait "$zpid" 2>/dev/null
-zpid=""
-cat >"$work/bw.conf" <<EOF
-[service]
-socket = $work/zvmmd.sock
-dir = $work/chunks
-group = root
-[pages.2M]
-chunk = 1G
-low = 8G
-high = 8G
-max = 8G
-EOF
-sed 's/^max = 8G$/max = 8G\n[scrub]\nrate = 1G/' "$work/bw.conf" >"$work/bwcap.conf"
+zvmmd_stop
+zvmmd_conf "$work/bw.conf" pages.2M 8G 8G 8G
+zvmmd_conf "$work/bwcap.conf" pages.2M 8G 8G 8G 1G
 echo "$saved1" >"$g1"
 echo $((saved2 + 4096)) >"$g2"
 : >"$work/bw.idle"
@@ -276,8 +269,7 @@ done
 for _ in 1 2 3; do
 	bw_run "$work/bwcap.conf" "$work/bw.cap"
 done
-[ -n "$zpid" ] && kill "$zpid" 2>/dev/null && wait "$zpid" 2>/dev/null
-zpid=""
+zvmmd_stop
 mi=$(awk '{print $1}' "$work/bw.idle" | median)
 mf=$(awk '{print $1}' "$work/bw.fill" | median)
 mc=$(awk '{print $1}' "$work/bw.cap" | median)
