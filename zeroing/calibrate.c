@@ -126,8 +126,8 @@ static void llc_of_cpu(const char *root, const char *cpu, long *best_level,
 
 /*
  * Only the CPUs sysfs lists (an offline one has no cache directory and is
- * passed over): probing numbers past the last CPU cost 0.3 ms of a 2.5 ms
- * launch on Xeon model 207 (64 failed opens), paid by every process.
+ * passed over): probing 64 numbers past the last CPU made the scan, paid
+ * once by every process, 0.30 ms instead of 0.19 (Xeon model 207).
  */
 static uint64_t llc_under(const char *root)
 {
