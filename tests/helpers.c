@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,17 @@ const char *test_reserve_hugepages(uint64_t page_bytes, long count,
 		return why;
 	}
 	return NULL;
+}
+
+void test_reserve_or_skip(uint64_t page_bytes, long count,
+			  struct zero_hugetlb_resv *r)
+{
+	const char *why = test_reserve_hugepages(page_bytes, count, r);
+
+	if (why)
+		test_skip(page_bytes == SZ_1G ? TEST_NEED_1G :
+						TEST_NEED_HUGEPAGES,
+			  "%s", why);
 }
 
 long test_find_not(const void *p, size_t len, uint8_t v)
@@ -295,21 +307,137 @@ struct criterion_test_params test_backend_params(void)
 	return cr_make_param_array(unsigned int, idx, n);
 }
 
+static void (*skip_undo)(void);
+
+void test_on_skip(void (*undo)(void))
+{
+	skip_undo = undo;
+}
+
+/* The keys of $ZVMM_TEST_REQUIRE, one per need (helpers.h). */
+static const struct {
+	const char *need, *key;
+} need_keys[] = {
+	{ TEST_NEED_KVM, "kvm" },
+	{ TEST_NEED_1G, "1g" },
+	{ TEST_NEED_ROOT, "root" },
+	{ TEST_NEED_HUGEPAGES, "hugepages" },
+	{ TEST_NEED_HUGETLBFS, "hugepages" },
+	{ TEST_NEED_CPU, "cpu" },
+	{ TEST_NEED_TOOL, "tools" },
+	{ TEST_NEED_CPUS, "cpus" },
+	{ TEST_NEED_TIME, "time" },
+};
+
+bool test_required(const char *need)
+{
+	const char *req = getenv("ZVMM_TEST_REQUIRE"), *key = NULL;
+	size_t n;
+
+	for (size_t i = 0; i < sizeof(need_keys) / sizeof(need_keys[0]); i++)
+		if (!strcmp(need_keys[i].need, need))
+			key = need_keys[i].key;
+	if (!req || !key)
+		return false;
+	n = strlen(key);
+	while (*req) {
+		size_t len = strcspn(req, ", ");
+
+		if (len == n && !strncmp(req, key, n))
+			return true;
+		req += len;
+		req += strspn(req, ", ");
+	}
+	return false;
+}
+
+void test_skip(const char *need, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (skip_undo)
+		skip_undo();
+	skip_undo = NULL;
+	if (test_required(need))
+		cr_assert_fail(
+			"needs %s (ZVMM_TEST_REQUIRE), which this machine lacks: %s",
+			need, why);
+	cr_skip_test("needs %s: %s", need, why);
+	__builtin_unreachable();
+}
+
+void test_fini_expect(bool ok, const char *fmt, ...)
+{
+	const char *log = getenv("ZVMM_TEST_FINI_LOG");
+	char why[512];
+	va_list ap;
+	FILE *f;
+
+	if (ok)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	cr_log_error("%s", why);
+	if (!log || !*log)
+		return;
+	f = fopen(log, "a");
+	if (!f)
+		return;
+	fprintf(f, "%s::%s: %s\n",
+		criterion_current_suite ? criterion_current_suite->name : "?",
+		criterion_current_test ? criterion_current_test->name : "?",
+		why);
+	fclose(f);
+}
+
+bool test_have_kvm(char *why, size_t len)
+{
+	int fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0) {
+		snprintf(why, len, "/dev/kvm: %s", strerror(errno));
+		return false;
+	}
+	close(fd);
+	return true;
+}
+
 void test_need_kvm(void)
 {
-	int fd = open("/dev/kvm", O_RDWR);
+	char why[128];
 
-	if (fd < 0)
-		cr_skip_test("no usable /dev/kvm: %s", strerror(errno));
-	close(fd);
+	if (!test_have_kvm(why, sizeof(why)))
+		test_skip(TEST_NEED_KVM, "%s", why);
+}
+
+void test_need_1g(void)
+{
+	if (test_nr_hugepages(SZ_1G) < 0)
+		test_skip(TEST_NEED_1G, "the kernel has no 1 GiB hugetlb pool");
+}
+
+void test_need_root(const char *why)
+{
+	if (geteuid() != 0)
+		test_skip(TEST_NEED_ROOT, "%s", why);
 }
 
 void test_mount_pool(const char *mnt, uint64_t page, bool *mounted)
 {
 	cr_assert_eq(mkdir(mnt, 0700), 0, "mkdir %s: %s", mnt, strerror(errno));
 	if (mount("none", mnt, "hugetlbfs", 0,
-		  page == SZ_1G ? "pagesize=1G" : "pagesize=2M"))
-		cr_skip_test("cannot mount hugetlbfs: %s", strerror(errno));
+		  page == SZ_1G ? "pagesize=1G" : "pagesize=2M")) {
+		int err = errno;
+
+		rmdir(mnt);
+		test_skip(page == SZ_1G ? TEST_NEED_1G : TEST_NEED_HUGETLBFS,
+			  "cannot mount hugetlbfs: %s", strerror(err));
+	}
 	*mounted = true;
 }
 

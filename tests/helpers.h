@@ -29,6 +29,13 @@ const char *test_zvmm_bin(void);
 const char *test_reserve_hugepages(uint64_t page_bytes, long count,
 				   struct zero_hugetlb_resv *r);
 
+/*
+ * test_reserve_hugepages(), or a skip for the hugepages it lacks (a
+ * 1 GiB pool is TEST_NEED_1G, 2 MiB pages TEST_NEED_HUGEPAGES).
+ */
+void test_reserve_or_skip(uint64_t page_bytes, long count,
+			  struct zero_hugetlb_resv *r);
+
 /* Copies @from to a new file @to of @mode: 0, or -1 with errno set. */
 int test_copy_file(const char *from, const char *to, mode_t mode);
 
@@ -97,8 +104,54 @@ struct criterion_test_params test_backend_params(void);
 /* nr_hugepages for @page_bytes, or -1. */
 long test_nr_hugepages(uint64_t page_bytes);
 
+/*
+ * Skips: every skip says what the test needs, as "needs WHAT: why", and
+ * `make test` ends with one line per WHAT (tests/report.py). The needs
+ * named in $ZVMM_TEST_REQUIRE (a comma list of the keys below) fail
+ * instead, so a machine that has them never skips a test for them.
+ */
+#define TEST_NEED_KVM "/dev/kvm" /* key: kvm */
+#define TEST_NEED_1G "a 1 GiB hugepage pool" /* key: 1g */
+#define TEST_NEED_ROOT "root" /* key: root */
+#define TEST_NEED_HUGEPAGES "free 2 MiB hugepages" /* key: hugepages */
+#define TEST_NEED_HUGETLBFS "a hugetlbfs mount" /* key: hugepages */
+#define TEST_NEED_CPU "a CPU feature" /* key: cpu */
+#define TEST_NEED_TOOL "a tool or file" /* key: tools */
+#define TEST_NEED_CPUS "two CPUs" /* key: cpus */
+#define TEST_NEED_TIME "a machine quick enough" /* key: time */
+
+/*
+ * Skips the test for @need (one of the TEST_NEED_* strings), or fails it
+ * when $ZVMM_TEST_REQUIRE lists @need's key. The function given to
+ * test_on_skip() runs first, so a skip after setup leaves nothing behind
+ * (Criterion runs no .fini after a skip).
+ */
+__attribute__((noreturn, format(printf, 2, 3))) void
+test_skip(const char *need, const char *fmt, ...);
+void test_on_skip(void (*undo)(void));
+
+/* Whether $ZVMM_TEST_REQUIRE lists @need's key. */
+bool test_required(const char *need);
+
+/*
+ * A check in a .fini, which Criterion does not count: it fails the run
+ * instead, through the file $ZVMM_TEST_FINI_LOG that tests/report.py
+ * reads after the runner.
+ */
+__attribute__((format(printf, 2, 3))) void
+test_fini_expect(bool ok, const char *fmt, ...);
+
+/* Whether /dev/kvm opens; the reason it does not in @why. */
+bool test_have_kvm(char *why, size_t len);
+
 /* Skips the test when /dev/kvm cannot be opened. */
 void test_need_kvm(void);
+
+/* Skips the test when the kernel has no 1 GiB hugetlb pool. */
+void test_need_1g(void);
+
+/* Skips the test when the effective user is not root. */
+void test_need_root(const char *why);
 
 /*
  * A pool test's scratch: a hugetlbfs mount of @page pages at @mnt (the

@@ -51,6 +51,8 @@ static void log_cb(void *arg, enum zvmm_log_level level, const char *msg)
 	pthread_mutex_unlock(&lock);
 }
 
+static void teardown(void);
+
 static void setup(void)
 {
 	int ret;
@@ -58,17 +60,17 @@ static void setup(void)
 	logged[0] = '\0';
 	zvmm_set_log(log_cb, NULL, ZVMM_LOG_INFO);
 	setenv("ZVMM_STATE_DIR", STATE, 1);
-	if (geteuid())
-		cr_skip_test("needs root (hugetlbfs mount, hugepages)");
+	test_on_skip(teardown);
+	test_need_root("hugetlbfs mount, hugepages");
 	ret = zvmm_hugepages_reserve(ZVMM_PAGE_2M, POOL_BYTES / ZVMM_PAGE_2M,
 				     &resv);
 	if (ret)
-		cr_skip_test("cannot reserve 16 free 2 MiB hugepages: %s",
-			     strerror(-ret));
+		test_skip(TEST_NEED_HUGEPAGES, "cannot reserve 16: %s",
+			  strerror(-ret));
 	mkdir(MNT, 0700);
 	if (mount("none", MNT, "hugetlbfs", 0, "pagesize=2M"))
-		cr_skip_test("cannot mount hugetlbfs at %s: %s", MNT,
-			     strerror(errno));
+		test_skip(TEST_NEED_HUGETLBFS, "cannot mount at %s: %s", MNT,
+			  strerror(errno));
 	mounted = true;
 	test_poison_file(POOL, POOL_BYTES);
 }

@@ -27,6 +27,7 @@
 #include <linux/memfd.h>
 
 #include "../include/zvmm/zvmm.h"
+#include "helpers.h"
 
 #define MIB (1ULL << 20)
 #define POOL_BYTES (32 * MIB)
@@ -55,22 +56,24 @@ static void setup(void)
 	setenv("ZVMM_STATE_DIR", STATE, 1);
 }
 
+static void teardown(void);
+
 /* Root, hugepages for two pools' worth, a hugetlbfs mount of 2M pages. */
 static void need_pool(void)
 {
 	int ret;
 
-	if (geteuid())
-		cr_skip_test("needs root (hugetlbfs mount, hugepages)");
+	test_on_skip(teardown);
+	test_need_root("hugetlbfs mount, hugepages");
 	ret = zvmm_hugepages_reserve(ZVMM_PAGE_2M, 2 * POOL_BYTES / MIB / 2,
 				     &resv);
 	if (ret)
-		cr_skip_test("cannot reserve 32 free 2 MiB hugepages: %s",
-			     strerror(-ret));
+		test_skip(TEST_NEED_HUGEPAGES, "cannot reserve 32: %s",
+			  strerror(-ret));
 	mkdir(MNT, 0700);
 	if (mount("none", MNT, "hugetlbfs", 0, "pagesize=2M"))
-		cr_skip_test("cannot mount hugetlbfs at %s: %s", MNT,
-			     strerror(errno));
+		test_skip(TEST_NEED_HUGETLBFS, "cannot mount at %s: %s", MNT,
+			  strerror(errno));
 	mounted = true;
 }
 
@@ -406,7 +409,8 @@ Test(api, only_the_api_is_exported)
 	void *h;
 
 	if (!path)
-		cr_skip_test("ZVMM_LIB (the built libzvmm.so) not set");
+		test_skip(TEST_NEED_TOOL,
+			  "ZVMM_LIB (the built libzvmm.so) not set");
 	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	cr_assert_not_null(h, "%s", dlerror());
 	version = (const char *(*)(void))dlsym(h, "zvmm_version");
@@ -459,7 +463,8 @@ Test(api, programs_built_against_0_1_keep_working, .init = setup,
 	void *h;
 
 	if (!path)
-		cr_skip_test("ZVMM_LIB (the built libzvmm.so) not set");
+		test_skip(TEST_NEED_TOOL,
+			  "ZVMM_LIB (the built libzvmm.so) not set");
 	need_pool();
 	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	cr_assert_not_null(h, "%s", dlerror());
@@ -875,7 +880,8 @@ Test(api, library_reads_no_environment, .init = setup, .fini = teardown)
 	void *h;
 
 	if (!path)
-		cr_skip_test("ZVMM_LIB (the built libzvmm.so) not set");
+		test_skip(TEST_NEED_TOOL,
+			  "ZVMM_LIB (the built libzvmm.so) not set");
 	need_pool();
 	cr_assert_not_null(mkdtemp(env));
 	setenv("ZVMM_STATE_DIR", env, 1);

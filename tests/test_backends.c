@@ -31,8 +31,8 @@ static const struct zero_backend *backend_or_skip(unsigned int i)
 	if (!zero_backend_runs_here(b)) {
 		zero_features_format(b->needs & ~zero_cpu_features(), feat,
 				     sizeof(feat));
-		cr_skip_test("backend %s needs CPU feature %s, absent here",
-			     b->name, feat);
+		test_skip(TEST_NEED_CPU, "backend %s needs %s, absent here",
+			  b->name, feat);
 	}
 	return b;
 }
@@ -103,18 +103,16 @@ ParameterizedTest(unsigned int *i, backends, one_gib_hugetlb, .fini = release,
 {
 	const struct zero_backend *b = backend_or_skip(*i);
 	size_t span = SZ_1G + 2 * SZ_2M;
-	const char *why;
 	char *buf;
 	long bad;
 
-	why = test_reserve_hugepages(SZ_2M, (long)(span / SZ_2M), &resv);
-	if (why)
-		cr_skip_test("%s", why);
+	test_reserve_or_skip(SZ_2M, (long)(span / SZ_2M), &resv);
 	buf = mmap(NULL, span, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB, -1,
 		   0);
 	if (buf == MAP_FAILED)
-		cr_skip_test("cannot map 2 MiB hugepages: %s", strerror(errno));
+		test_skip(TEST_NEED_HUGEPAGES, "cannot map them: %s",
+			  strerror(errno));
 	memset(buf, POISON, span);
 	b->clear(buf + SZ_2M, SZ_1G);
 	bad = test_find_not(buf + SZ_2M, SZ_1G, 0);

@@ -99,7 +99,8 @@ Test(cli, backend_this_cpu_cannot_run_is_refused_not_sigill)
 		if (!zero_backend_runs_here(b))
 			name = b->name;
 	if (!name)
-		cr_skip_test("this CPU runs every backend of %s", arch_name);
+		test_skip(TEST_NEED_CPU, "this CPU runs every backend of %s",
+			  arch_name);
 	run((const char *[]){ "bench", "--backends", name, NULL }, &r);
 	cr_assert_eq(r.status, 3, "%s: status %d: %s", name, r.status, r.out);
 	cr_assert(strstr(r.out, "needs the CPU feature"), "%s", r.out);
@@ -109,10 +110,10 @@ Test(cli, no_permission_to_reserve, .init = snapshot)
 {
 	long nr, nfree;
 
-	if (geteuid() != 0)
-		cr_skip_test("needs root to drop to an unprivileged user");
+	test_need_root("to drop to an unprivileged user");
 	if (!zero_hugetlb_counts(SZ_2M, &nr, &nfree) && nfree >= 32)
-		cr_skip_test("32 free 2 MiB hugepages already reserved");
+		test_skip(TEST_NEED_HUGEPAGES,
+			  "fewer than 32 free: 32 are already reserved");
 	cr_assert_eq(test_run_zvmm((const char *[]){ "bench", "--size", "64M",
 						     NULL },
 				   true, &r),
@@ -128,8 +129,7 @@ Test(cli, sigint_restores_pools, .init = snapshot, .timeout = 120)
 	struct test_proc p;
 	char json[64];
 
-	if (geteuid() != 0)
-		cr_skip_test("needs root to reserve hugepages");
+	test_need_root("to reserve hugepages");
 	snprintf(json, sizeof(json), "/tmp/zvmm-test-bench.%d.json",
 		 (int)getpid());
 	/* Once the pool was raised: past the reservation, inside the
@@ -171,8 +171,7 @@ Test(cli, bench_json_has_every_method, .init = snapshot, .timeout = 300)
 	char want[160];
 	unsigned int i, e;
 
-	if (geteuid() != 0)
-		cr_skip_test("needs root to reserve hugepages");
+	test_need_root("to reserve hugepages");
 	run((const char *[]){ "bench", "--size", "2G", "--reps", "1", "--json",
 			      "-", "--quiet", NULL },
 	    &r);

@@ -31,6 +31,8 @@ static uint64_t page_sz;
 static char mnt[64], pool[96], state[64];
 static bool mounted;
 
+static void teardown(void);
+
 static void setup(void)
 {
 	snprintf(mnt, sizeof(mnt), "/tmp/zvmm-test-demand.%d", (int)getpid());
@@ -38,6 +40,7 @@ static void setup(void)
 	snprintf(state, sizeof(state), "/tmp/zvmm-test-state.%d",
 		 (int)getpid());
 	setenv("ZVMM_STATE_DIR", state, 1);
+	test_on_skip(teardown);
 }
 
 static void teardown(void)
@@ -51,15 +54,10 @@ TestSuite(demand, .init = setup, .fini = teardown, .timeout = 180);
 /* Root, /dev/kvm, a hugetlbfs mount of @page and @count free pages. */
 static void need_pool(uint64_t page, long count)
 {
-	const char *why;
-
-	if (geteuid() != 0)
-		cr_skip_test("needs root (hugetlbfs mount, userfaultfd)");
+	test_need_root("hugetlbfs mount, userfaultfd");
 	test_need_kvm();
 	page_sz = page;
-	why = test_reserve_hugepages(page, count, &resv);
-	if (why)
-		cr_skip_test("%s", why);
+	test_reserve_or_skip(page, count, &resv);
 	test_mount_pool(mnt, page, &mounted);
 }
 

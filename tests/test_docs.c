@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "helpers.h"
+
 static char *slurp(const char *path)
 {
 	FILE *f = fopen(path, "r");
@@ -104,9 +106,10 @@ Test(docs, pkg_config_cflags_are_zvmms_alone)
 	FILE *p;
 
 	if (!lib || !(slash = strrchr(lib, '/')))
-		cr_skip_test("ZVMM_LIB (the built libzvmm.so) not set");
+		test_skip(TEST_NEED_TOOL,
+			  "ZVMM_LIB (the built libzvmm.so) not set");
 	if (system("command -v pkg-config >/dev/null"))
-		cr_skip_test("no pkg-config");
+		test_skip(TEST_NEED_TOOL, "no pkg-config");
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - lib), lib);
 	/* A system include directory (PREFIX=/usr) is printed too. */
 	snprintf(cmd, sizeof(cmd),

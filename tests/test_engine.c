@@ -45,12 +45,9 @@ static uint64_t resv_page;
 static void reserve_or_skip(uint64_t page, long count)
 {
 	long nr;
-	const char *why;
 
 	resv_page = page;
-	why = test_reserve_hugepages(page, count, &resv);
-	if (why)
-		cr_skip_test("%s", why);
+	test_reserve_or_skip(page, count, &resv);
 	cr_assert_eq(zero_hugetlb_counts(page, &nr, &free_before), 0);
 }
 
@@ -137,7 +134,7 @@ static void prezero_with(unsigned int i, uint64_t page, uint64_t bytes,
 	struct zero_mem *m;
 
 	if (!zero_backend_runs_here(b))
-		cr_skip_test("backend %s cannot run on this CPU", b->name);
+		test_skip(TEST_NEED_CPU, "backend %s cannot run here", b->name);
 	reserve_or_skip(page, (long)(bytes / page));
 	m = mem_or_fail(bytes, page);
 	poison(m);

@@ -6,6 +6,7 @@
 
 #include "../arch/arch.h"
 #include "../zeroing/backend.h"
+#include "helpers.h"
 
 static bool cpuinfo_has(const char *flags, const char *name)
 {
@@ -26,7 +27,7 @@ Test(features, agree_with_proc_cpuinfo)
 	FILE *fp = fopen("/proc/cpuinfo", "r");
 
 	if (!fp)
-		cr_skip_test("no /proc/cpuinfo");
+		test_skip(TEST_NEED_TOOL, "no /proc/cpuinfo");
 	while (fgets(line, sizeof(line), fp))
 		if (!strncmp(line, "flags", 5) ||
 		    !strncmp(line, "Features", 8)) {
@@ -35,7 +36,7 @@ Test(features, agree_with_proc_cpuinfo)
 		}
 	fclose(fp);
 	if (!flags)
-		cr_skip_test("/proc/cpuinfo has no flags line");
+		test_skip(TEST_NEED_TOOL, "/proc/cpuinfo has no flags line");
 	for (unsigned int i = 0; i < ARCH_NR_FEATURES; i++) {
 		const char *name = arch_feature_names[i];
 		bool ours = f & (1u << i);

@@ -54,15 +54,11 @@ TestSuite(hostile, .init = setup, .fini = teardown, .timeout = 120);
 /* /dev/kvm, the hostile guest, and @count free 2 MiB pages. */
 static void need(long count)
 {
-	const char *why;
-
 	test_need_kvm();
 	cr_assert_eq(access(elf, R_OK), 0,
 		     "%s is missing: build it with make (guest/hostile.c)",
 		     elf);
-	why = test_reserve_hugepages(SZ_2M, count, &resv);
-	if (why)
-		cr_skip_test("%s", why);
+	test_reserve_or_skip(SZ_2M, count, &resv);
 }
 
 static uint64_t field(const char *section, const char *key)

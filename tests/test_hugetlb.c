@@ -13,10 +13,9 @@
 
 static void need_root(void)
 {
-	if (geteuid() != 0)
-		cr_skip_test("changing hugepage pools needs root");
+	test_need_root("changing hugepage pools");
 	if (test_nr_hugepages(SZ_2M) < 0)
-		cr_skip_test("kernel has no 2 MiB hugetlb pool");
+		test_skip(TEST_NEED_HUGEPAGES, "the kernel has no 2 MiB pool");
 }
 
 Test(hugetlb, reserve_then_release_restores)

@@ -52,13 +52,10 @@ TestSuite(inject, .init = setup, .fini = teardown, .timeout = 120);
 /* /dev/kvm and 256 MiB of free 2 MiB pages; a pool mount if @pooled. */
 static void need(bool pooled)
 {
-	const char *why;
 	long nr;
 
 	test_need_kvm();
-	why = test_reserve_hugepages(SZ_2M, MEM_BYTES / SZ_2M, &resv);
-	if (why)
-		cr_skip_test("%s", why);
+	test_reserve_or_skip(SZ_2M, MEM_BYTES / SZ_2M, &resv);
 	cr_assert_eq(zero_hugetlb_counts(SZ_2M, &nr, &free_before), 0);
 	if (pooled)
 		test_mount_pool(mnt, SZ_2M, &mounted);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../zeroing/backend.h"
+#include "helpers.h"
 
 Test(registry, lists_every_backend_of_this_arch_once)
 {
@@ -77,7 +78,8 @@ Test(registry, missing_feature_is_refused_not_run)
 		checked++;
 	}
 	if (!checked)
-		cr_skip_test("no backend of %s needs a CPU feature", arch_name);
+		test_skip(TEST_NEED_CPU, "no backend of %s needs one",
+			  arch_name);
 }
 
 Test(registry, available_list_matches_runs_here)

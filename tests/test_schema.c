@@ -57,7 +57,8 @@ static void valid(const char *json, const char *what)
 	FILE *f;
 
 	if (system("python3 -c 'import jsonschema' 2>/dev/null"))
-		cr_skip_test("python3-jsonschema missing: make deps");
+		test_skip(TEST_NEED_TOOL,
+			  "python3-jsonschema missing: make deps");
 	fd = mkstemp(path);
 	cr_assert_geq(fd, 0);
 	f = fdopen(fd, "w");
@@ -72,22 +73,32 @@ static void valid(const char *json, const char *what)
 		     SCHEMA);
 }
 
+static void teardown(void);
+
 static void setup(void)
 {
 	int ret;
 
 	setenv("ZVMM_STATE_DIR", STATE, 1);
-	if (geteuid())
-		cr_skip_test("needs root (hugetlbfs mount, hugepages)");
+	test_on_skip(teardown);
+	test_need_root("hugetlbfs mount, hugepages");
 	ret = zvmm_hugepages_reserve(ZVMM_PAGE_2M, 2 * BYTES / ZVMM_PAGE_2M,
 				     &resv);
 	if (ret)
-		cr_skip_test("cannot reserve 32 free 2 MiB hugepages: %s",
-			     strerror(-ret));
+		test_skip(TEST_NEED_HUGEPAGES, "cannot reserve 32: %s",
+			  strerror(-ret));
 	mkdir(MNT, 0700);
 	if (mount("none", MNT, "hugetlbfs", 0, "pagesize=2M"))
-		cr_skip_test("cannot mount hugetlbfs: %s", strerror(errno));
+		test_skip(TEST_NEED_HUGETLBFS, "cannot mount: %s",
+			  strerror(errno));
 	mounted = true;
+}
+
+/* For the tests that boot a guest: said before anything is made. */
+static void setup_kvm(void)
+{
+	test_need_kvm();
+	setup();
 }
 
 static void teardown(void)
@@ -156,13 +167,12 @@ Test(schema, a_fresh_pool_is_populated_not_scrubbed)
 	cr_assert_eq(s.fault_populated_pages, 0, "%s", json);
 }
 
-Test(schema, run_json_under_every_policy)
+Test(schema, run_json_under_every_policy, .init = setup_kvm)
 {
 	static const char *const modes[] = { "zeroing.mode=prezero",
 					     "zeroing.mode=demand",
 					     "zeroing.mode=hybrid" };
 
-	test_need_kvm();
 	for (unsigned int i = 0; i < 3; i++) {
 		char *json;
 

@@ -33,13 +33,8 @@ static char dir[48], sock[96];
 
 static void setup(void)
 {
-	const char *why;
-
-	if (geteuid())
-		cr_skip_test("needs root (a listener of another uid)");
-	why = test_reserve_hugepages(SZ_2M, 8, &resv);
-	if (why)
-		cr_skip_test("%s", why);
+	test_need_root("a listener of another uid");
+	test_reserve_or_skip(SZ_2M, 8, &resv);
 	snprintf(dir, sizeof(dir), "/tmp/zvmm-test-client.XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(sock, sizeof(sock), "%s/zvmmd.sock", dir);

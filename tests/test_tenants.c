@@ -31,6 +31,8 @@ static char mnt[64], pool[96], state[64];
 static bool mounted;
 static pid_t tenant_a; /* a zvmm still running when a test fails */
 
+static void teardown(void);
+
 static void setup(void)
 {
 	snprintf(mnt, sizeof(mnt), "/tmp/zvmm-test-tenants.%d", (int)getpid());
@@ -38,6 +40,7 @@ static void setup(void)
 	snprintf(state, sizeof(state), "/tmp/zvmm-test-tstate.%d",
 		 (int)getpid());
 	setenv("ZVMM_STATE_DIR", state, 1);
+	test_on_skip(teardown);
 }
 
 static void teardown(void)
@@ -54,14 +57,9 @@ TestSuite(tenants, .init = setup, .fini = teardown, .timeout = 240);
 
 static void need_pool(uint64_t page, long count)
 {
-	const char *why;
-
-	if (geteuid() != 0)
-		cr_skip_test("needs root (hugetlbfs mount, userfaultfd)");
+	test_need_root("hugetlbfs mount, userfaultfd");
 	test_need_kvm();
-	why = test_reserve_hugepages(page, count, &resv);
-	if (why)
-		cr_skip_test("%s", why);
+	test_reserve_or_skip(page, count, &resv);
 	test_mount_pool(mnt, page, &mounted);
 }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../include/zvmm/zvmm.h"
+#include "helpers.h"
 
 #define BYTES (32ULL << 20)
 
@@ -23,12 +24,11 @@ static void setup(void)
 {
 	int ret;
 
-	if (geteuid())
-		cr_skip_test("needs root (hugepages)");
+	test_need_root("hugepages");
 	ret = zvmm_hugepages_reserve(ZVMM_PAGE_2M, BYTES / ZVMM_PAGE_2M, &resv);
 	if (ret)
-		cr_skip_test("cannot reserve 16 free 2 MiB hugepages: %s",
-			     strerror(-ret));
+		test_skip(TEST_NEED_HUGEPAGES, "cannot reserve 16: %s",
+			  strerror(-ret));
 }
 
 static void teardown(void)
@@ -161,7 +161,8 @@ Test(threads, pinning_is_the_policys)
 	struct zvmm_guest *g;
 
 	if (ncpu < 2)
-		cr_skip_test("one CPU: pinned and unpinned look the same");
+		test_skip(TEST_NEED_CPUS,
+			  "one CPU: pinned and unpinned look the same");
 	g = open_demand("cpu");
 	cr_assert_eq(pinned_threads(before, nb), 2,
 		     "pin = cpu: two workers on one CPU each");

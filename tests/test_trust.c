@@ -124,16 +124,16 @@ static void need_pool(void)
 {
 	int ret;
 
-	if (geteuid())
-		cr_skip_test("needs root (hugetlbfs mount, hugepages, chown)");
+	test_on_skip(teardown);
+	test_need_root("hugetlbfs mount, hugepages, chown");
 	ret = zvmm_hugepages_reserve(PAGE, 2 * PAGES, &resv);
 	if (ret)
-		cr_skip_test("cannot reserve %d free 2 MiB hugepages: %s",
-			     2 * PAGES, strerror(-ret));
+		test_skip(TEST_NEED_HUGEPAGES, "cannot reserve %d: %s",
+			  2 * PAGES, strerror(-ret));
 	cr_assert_eq(mkdir(mnt, 0700), 0, "mkdir %s: %s", mnt, strerror(errno));
 	if (mount("none", mnt, "hugetlbfs", 0, "pagesize=2M"))
-		cr_skip_test("cannot mount hugetlbfs at %s: %s", mnt,
-			     strerror(errno));
+		test_skip(TEST_NEED_HUGETLBFS, "cannot mount at %s: %s", mnt,
+			  strerror(errno));
 	mounted = true;
 }
 

@@ -91,7 +91,6 @@ static void write_file(const char *path, const char *s)
 
 static void setup(void)
 {
-	const char *why;
 	struct stat st;
 	int fd;
 
@@ -109,9 +108,7 @@ static void setup(void)
 	close(fd);
 	if (sysctl_saved[0] != '0')
 		cr_skip_test(SYSCTL " is not 0: every user may handle faults");
-	why = test_reserve_hugepages(SZ_2M, PAGES, &resv);
-	if (why)
-		cr_skip_test("%s", why);
+	test_reserve_or_skip(SZ_2M, PAGES, &resv);
 	cr_assert_eq(mkdir(MNT, 0700), 0, "%s", strerror(errno));
 	if (mount("none", MNT, "hugetlbfs", 0,
 		  "pagesize=2M,uid=65534,gid=65534,mode=0700"))

@@ -122,18 +122,17 @@ static int daemon_stop(int sig)
 	return status;
 }
 
+static void teardown(void);
+
 static void setup(void)
 {
 	FILE *f;
-	const char *why;
 
-	if (geteuid())
-		cr_skip_test("needs root (zvmmd mounts hugetlbfs)");
+	test_need_root("zvmmd mounts hugetlbfs");
 	if (access(zvmmd_bin(), X_OK))
-		cr_skip_test("no %s (make)", zvmmd_bin());
-	why = test_reserve_hugepages(SZ_2M, 96, &resv);
-	if (why)
-		cr_skip_test("%s", why);
+		test_skip(TEST_NEED_TOOL, "no %s (make)", zvmmd_bin());
+	test_on_skip(teardown);
+	test_reserve_or_skip(SZ_2M, 96, &resv);
 	snprintf(dir, sizeof(dir), "/tmp/zvmm-test-zvmmd.XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(sock, sizeof(sock), "%s/zvmmd.sock", dir);
@@ -164,6 +163,13 @@ static void teardown(void)
 }
 
 TestSuite(zvmmd, .init = setup, .fini = teardown, .timeout = 120);
+
+/* For the tests that boot a guest: said before zvmmd starts. */
+static void setup_kvm(void)
+{
+	test_need_kvm();
+	setup();
+}
 
 /*
  * A lease as a client holds it: the socket, the chunks mapped in one.
@@ -453,7 +459,7 @@ Test(zvmmd, a_fresh_lease_holds_the_filler_back)
 		usleep(5000);
 	}
 	if (!seen)
-		cr_skip_test("the machine was too slow to look inside 80 ms");
+		test_skip(TEST_NEED_TIME, "no look inside 80 ms of the lease");
 	/* Then it fills, back to high. */
 	wait_status("clean_bytes", 64 * SZ_1M);
 	lease_put(&l);
@@ -882,13 +888,12 @@ Test(zvmmd, sigterm_is_a_clean_shutdown)
  * (probe=, exit 10 if any is found) and must read zero everywhere it
  * verifies; zvmmd gets every chunk back.
  */
-Test(zvmmd, launches_lease_under_every_policy)
+Test(zvmmd, launches_lease_under_every_policy, .init = setup_kvm)
 {
 	static const char *const policies[] = { "prezero", "demand", "hybrid" };
 	struct test_run r;
 	char pol[64];
 
-	test_need_kvm();
 	wait_status("clean_bytes", 64 * SZ_1M);
 	for (unsigned int i = 0; i < 3; i++) {
 		snprintf(pol, sizeof(pol), "configs/%s.conf", policies[i]);

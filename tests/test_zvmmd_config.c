@@ -9,6 +9,7 @@
 
 #include "../lib/size.h"
 #include "../service/config.h"
+#include "helpers.h"
 
 static char path[64];
 static char err[512];
@@ -817,8 +818,7 @@ Test(zvmmd_config, others_may_not_write_it)
 
 Test(zvmmd_config, another_users_file_is_refused)
 {
-	if (geteuid())
-		cr_skip_test("needs root to give the file to another user");
+	test_need_root("to give the file to another user");
 	cr_assert_eq(load_text(POOL), 0, "%s", err);
 	cr_assert_eq(chown(path, 65534, 65534), 0);
 	cr_assert_eq(zvmmd_config_load(path, &c, err, sizeof(err)), -EPERM);
