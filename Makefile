@@ -362,8 +362,13 @@ endif
 
 # Criterion runs each test in its own process; -j1 because the hugepage
 # tests change the kernel's pool counts and must not overlap. The tests
-# keep backend=auto's profile under $(O)/test-cache, not in the machine's
-# /var/cache/zvmm.
+# keep backend=auto's profile under $(O)/test-cache and pool records under
+# $(O)/test-state, never in the machine's /var/cache/zvmm or
+# /var/lib/zvmm. After the runner's closing line, tests/report.py says
+# what was skipped and why (one line per need) and fails the run for a
+# failed .fini check or a skip ZVMM_TEST_REQUIRE forbids (e.g.
+# ZVMM_TEST_REQUIRE=kvm,1g: tests/helpers.h lists the keys); then
+# tests/host-state.sh fails it for anything the tests left on the host.
 #
 # Criterion's sandbox (BoxFort) maps its arena with MAP_FIXED at random
 # addresses that ThreadSanitizer reserves for its shadow, so a TSan-built
@@ -410,13 +415,23 @@ abi-check: lib
 
 test-unit: $(O)/zvmm $(ZVMMD) $(HOSTILE_ELF) $(TEST_RUNNER) $(STRESS) $(MODEL) lib \
 		header-cxx abi-check static-check rust-sys-check
-	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(STRESS) $(STRESS_SEEDS)
-	$(Q)TSAN_OPTIONS="halt_on_error=1 exitcode=66" $(MODEL) $(MODEL_SEEDS)
-	$(Q)rm -rf $(O)/test-cache
-	$(Q)ZVMM_BIN=$(O)/zvmm ZVMMD_BIN=$(O)/zvmmd ZVMM_CACHE_DIR=$(abspath $(O))/test-cache \
-		ZVMM_LIB=$(abspath $(TEST_LIB)) \
-		TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
-		$(TEST_RUNNER) -j1 $(TEST_ARGS)
+	$(Q)rm -rf $(O)/test-cache $(O)/test-state $(O)/test-report.tap \
+		$(O)/test-fini.log
+	$(Q)tests/host-state.sh save $(O)/test-host-before
+	$(Q)export TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
+		ZVMM_CACHE_DIR=$(abspath $(O))/test-cache \
+		ZVMM_STATE_DIR=$(abspath $(O))/test-state; st=0; \
+	$(STRESS) $(STRESS_SEEDS) || st=1; \
+	$(MODEL) $(MODEL_SEEDS) || st=1; \
+	ZVMM_BIN=$(O)/zvmm ZVMMD_BIN=$(O)/zvmmd ZVMM_LIB=$(abspath $(TEST_LIB)) \
+		ZVMM_TEST_FINI_LOG=$(abspath $(O))/test-fini.log \
+		$(TEST_RUNNER) -j1 --tap=$(O)/test-report.tap $(TEST_ARGS) || st=1; \
+	if [ -f $(O)/test-report.tap ]; then \
+		python3 tests/report.py $(O)/test-report.tap \
+			$(O)/test-fini.log || st=1; \
+	else echo "test: the runner wrote no report" >&2; st=1; fi; \
+	tests/host-state.sh check $(O)/test-host-before || st=1; \
+	exit $$st
 
 FORCE:
 

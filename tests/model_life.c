@@ -50,6 +50,7 @@
 #include "../lib/inject.h"
 #include "../lib/size.h"
 #include "../lib/log.h"
+#include "../lib/safefile.h"
 #include "../zeroing/guest.h"
 #include "../zeroing/hugetlb.h"
 
@@ -549,6 +550,13 @@ int main(int argc, char **argv)
 	unsigned long between = 0, during = 0;
 	static unsigned long messages;
 	char cmd[256];
+
+	/*
+	 * The engine runs here as in the zvmm program: its records go to
+	 * the $ZVMM_STATE_DIR each launch sets (two, below), never to the
+	 * host's /var/lib/zvmm.
+	 */
+	program_env_enable();
 
 	/*
 	 * The outside writer's launches warn (no record, pages allocated

@@ -178,8 +178,12 @@ Test(cli, bench_json_has_every_method, .init = snapshot, .timeout = 300)
 	cr_assert_eq(r.status, 0, "%s", r.out);
 	cr_assert(strstr(r.out, "{ \"version\": 1, \"cpu\": "), "%s", r.out);
 	cr_assert(strstr(r.out, "\"warm\": true"));
+	/* The 1 GiB rows where the machine has a 1 GiB pool. */
 	for (i = 0; i < 4; i++)
-		cr_assert(strstr(r.out, kern[i]), "missing %s", kern[i]);
+		if (!strstr(kern[i], "1073741824") ||
+		    test_nr_hugepages(SZ_1G) >= 0)
+			cr_assert(strstr(r.out, kern[i]), "missing %s",
+				  kern[i]);
 	for_each_backend(i, b) {
 		if (!zero_backend_runs_here(b))
 			continue;

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: MIT
 /* Feature detection (CPUID, XGETBV) agrees with the kernel's view. */
 #include <criterion/criterion.h>
+#include <ctype.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <stdio.h>
 #include <string.h>
 
@@ -50,10 +54,30 @@ Test(features, agree_with_proc_cpuinfo)
 	}
 }
 
-Test(features, model_name_is_set)
+/*
+ * The name every report gives the CPU: where the CPU has one (x86's
+ * CPUID brand string), that name, trimmed and printable, never the
+ * "unknown" written for a CPU without one. (Not /proc/cpuinfo's "model
+ * name": a paravirtualized kernel may show another, as PVM guests do.)
+ */
+Test(features, model_name_is_the_cpus)
 {
-	char cpu[64];
+	char cpu[128];
+	size_t n;
 
+#if defined(__x86_64__)
+	if (__get_cpuid_max(0x80000000, NULL) < 0x80000004)
+		test_skip(TEST_NEED_CPU, "CPUID has no brand string");
+#else
+	test_skip(TEST_NEED_CPU, "the brand string is x86's");
+#endif
 	arch_cpu_model(cpu, sizeof(cpu));
-	cr_assert(cpu[0] != '\0');
+	n = strlen(cpu);
+	cr_assert_gt(n, 0);
+	cr_assert_str_neq(cpu, "unknown");
+	cr_assert(!isspace((unsigned char)cpu[0]) &&
+			  !isspace((unsigned char)cpu[n - 1]),
+		  "'%s' is not trimmed", cpu);
+	for (size_t i = 0; i < n; i++)
+		cr_assert(isprint((unsigned char)cpu[i]), "'%s'", cpu);
 }
