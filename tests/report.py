@@ -33,6 +33,10 @@ def need_keys():
     return keys
 
 
+def verb(n):
+    return "needs" if n == 1 else "need"
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: report.py REPORT.tap FINI_LOG")
@@ -64,9 +68,12 @@ def main():
 
     skipped = sum(len(v) for v in needs.values()) + len(unsaid)
     order = sorted(needs, key=lambda n: (-len(needs[n]), n))
-    parts = ["%d need %s" % (len(needs[n]), n) for n in order]
+    parts = ["%d %s %s" % (len(needs[n]), verb(len(needs[n])), n)
+             for n in order]
     if unsaid:
-        parts.append("%d say no need" % len(unsaid))
+        parts.append("%d %s not what %s" % (
+            len(unsaid), "says" if len(unsaid) == 1 else "say",
+            "it needs" if len(unsaid) == 1 else "they need"))
     ran = total - filtered
     print("%d skipped%s%s (of %d tests%s)" % (
         skipped, ": " if parts else "", ", ".join(parts), ran,
@@ -79,8 +86,8 @@ def main():
         where = ", ".join("%s %d" % kv for kv in sorted(suites.items()))
         why = whys[0] if len(whys) == 1 else "%s; and %d other reasons" % (
             whys[0], len(whys) - 1)
-        print("  %d need %s (%s): %s" % (len(needs[n]), n,
-                                         keys.get(n, "?"), why))
+        print("  %d %s %s (%s): %s" % (len(needs[n]), verb(len(needs[n])),
+                                       n, keys.get(n, "?"), why))
         print("    in %s" % where)
 
     bad = False
