@@ -8,7 +8,9 @@
 # kernel (QEMU) or zvmm's workers zero them.
 #
 # Usage (root): bench/launch.sh   Environment: SIZES="1 2 4 8" (GiB),
-# PAGES="2M 1G", REPS=5, THREADS=<zvmm's worker count>, ZVMM, ELF.
+# PAGES="2M 1G" (those the kernel has a hugetlb pool of; the others are
+# skipped, saying so), REPS=5, THREADS=<zvmm's worker count>, ZVMM, ELF.
+# Every row boots a guest: it needs a usable /dev/kvm.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +28,19 @@ fi
 command -v qemu-system-x86_64 >/dev/null ||
 	{ echo "launch.sh: needs qemu-system-x86 (make deps)" >&2; exit 3; }
 [ -x "$ZVMM" ] && [ -f "$ELF" ] || { echo "launch.sh: run make first" >&2; exit 2; }
+# KVM is usable when /dev/kvm opens read-write (it may exist and refuse).
+no_kvm=""
+if [ ! -e /dev/kvm ]; then
+	no_kvm="/dev/kvm does not exist"
+elif ! (exec 3<>/dev/kvm) 2>/dev/null; then
+	no_kvm="/dev/kvm cannot be opened read-write"
+fi
+if [ -n "$no_kvm" ]; then
+	grep -qw -e vmx -e svm /proc/cpuinfo ||
+		no_kvm+="; no vmx or svm in the CPU flags: no hardware virtualization, as in a VM without nested virtualization"
+	echo "launch.sh: every row boots a guest (zvmm run and QEMU), which needs a usable /dev/kvm: $no_kvm; without it, make bench-smoke or zvmm bench measure the zeroing engine" >&2
+	exit 3
+fi
 
 declare -A saved
 for f in /sys/kernel/mm/hugepages/hugepages-*/nr_hugepages; do saved[$f]=$(cat "$f"); done
@@ -49,6 +64,18 @@ time_to_report() {
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "nan")}'; }
 
 sysfs() { echo /sys/kernel/mm/hugepages/hugepages-$([ "$1" = 1G ] && echo 1048576 || echo 2048)kB/nr_hugepages; }
+
+# The page sizes asked for that the kernel has a pool of.
+have=""
+for page in $PAGES; do
+	if [ -e "$(sysfs "$page")" ]; then
+		have+="${have:+ }$page"
+	else
+		echo "launch.sh: $page pages skipped: the kernel has no $page hugetlb pool (no $(dirname "$(sysfs "$page")"))"
+	fi
+done
+PAGES=$have
+[ -n "$PAGES" ] || { echo "launch.sh: no page size asked for has a hugetlb pool here" >&2; exit 3; }
 
 printf '%-5s %-4s %13s %14s %14s %9s\n' "GiB" "page" "zvmm ready ms" "zvmm report ms" "qemu report ms" "qemu/zvmm"
 for page in $PAGES; do

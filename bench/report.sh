@@ -62,11 +62,14 @@ function fit(meth, pg, met,   i, x, y, n, sx, sy, sxx, sxy, syy, d) {
 	FR = d > 0 ? (n * sxy - sx * sy) ^ 2 / d : 1
 	return 1
 }
+FILENAME ~ /machine.tsv$/ && $1 == "skip" { SK[++nsk] = $2; next }
 FILENAME ~ /machine.tsv$/ { MI[$1] = $2; next }
 FILENAME ~ /summary.tsv$/ {
 	k = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4 SUBSEP $5 SUBSEP $6
 	M[k] = $8; LO[k] = $9; HI[k] = $10; N[k] = $7
 	row[++nrow] = $0
+	# What was measured at all: a machine without KVM has no launches.
+	HAS[$1]; HAS[$1, $3]
 	next
 }
 FILENAME ~ /backends.json$/ {
@@ -105,10 +108,18 @@ END {
 	printf "Produced by `make bench` (bench/suite.sh%s) on %s.\n", MI["smoke"] ? " --smoke: one small size, one run per point; not for conclusions" : "", MI["date"] >md
 	printf "Every number is the median of %s runs on warm memory with min-max in brackets; every ratio is computed from numbers of this run.\n\n", MI["reps"] >md
 	printf "| machine | |\n|---|---|\n" >md
-	printf "| host | %s |\n| CPU | %s, %s CPUs, %s NUMA node(s) |\n| memory | %s GiB |\n| kernel | %s |\n| OS | %s |\n| QEMU | %s |\n| zvmm | %s |\n| guest | built-in touch.elf, cmdline `%s` |\n\n", MI["host"], MI["cpu"], MI["cpus"], MI["numa_nodes"], MI["mem_gib"], MI["kernel"], MI["os"], MI["qemu"], MI["zvmm"], MI["cmdline"] >md
+	printf "| host | %s |\n| CPU | %s, %s CPUs, %s NUMA node(s) |\n| memory | %s GiB |\n| kernel | %s |\n| OS | %s |\n| KVM | %s |\n| QEMU | %s |\n| zvmm | %s |\n| guest | built-in touch.elf, cmdline `%s` |\n\n", MI["host"], MI["cpu"], MI["cpus"], MI["numa_nodes"], MI["mem_gib"], MI["kernel"], MI["os"], MI["kvm"] == "" ? "usable" : MI["kvm"], MI["qemu"], MI["zvmm"], MI["cmdline"] >md
+	# What this machine could not run, before any number.
+	if (nsk) {
+		printf "## Skipped on this machine\n\n" >md
+		for (i = 1; i <= nsk; i++) printf "- %s\n", SK[i] >md
+		printf "\n" >md
+	}
 
 	# Targets first: what the issue asks for, met or missed by how much.
 	printf "## Targets\n\n| target | measured | verdict |\n|---|---|---|\n" >md
+	if (!("launch" in HAS))
+		printf "| the launch targets | no guest launched on this machine (see above) | - |\n" >md
 	for (p = 1; p <= npages; p++) {
 		pg = pages[p]
 		big = largest(pg)
@@ -222,7 +233,10 @@ END {
 			printf "| `zvmm bench` pool:demand %s pages / limit:write (one page at a time, as a faulting vCPU asks; no target) | %.1f / %.1f GB/s = %.2f | - |\n", hum(pb), a, lim, ratio(a, lim) >md
 	}
 
-	printf "\nReady is exec to the guest'"'"'s ZVMM-BOOT line, which its first instructions write (guest/README.md), timed the same way for zvmm and QEMU; report is exec to its ZVMM-REPORT line. QEMU gets prealloc-threads = zvmm'"'"'s worker count; zvmm reads a calibration profile written by `zvmm calibrate` at the start of the run. Bandwidths are 1 GiB over the slope of the launch-time fit.\n\n" >md
+	if ("launch" in HAS)
+		printf "\nReady is exec to the guest'"'"'s ZVMM-BOOT line, which its first instructions write (guest/README.md), timed the same way for zvmm and QEMU; report is exec to its ZVMM-REPORT line. QEMU gets prealloc-threads = zvmm'"'"'s worker count; zvmm reads a calibration profile written by `zvmm calibrate` at the start of the run. Bandwidths are 1 GiB over the slope of the launch-time fit.\n\n" >md
+	else
+		printf "\n" >md
 
 	# Backends.
 	printf "## Backends against the kernel'"'"'s fault zeroing\n\n`zvmm bench` (region and page size below), GB/s, one thread, by extent; kernel rows are hugetlb faults of fresh pages.\n\n" >md
@@ -250,9 +264,34 @@ END {
 	for (i = 1; i <= nbt; i++) print btxt[i] >md
 	printf "```\n</details>\n\n![GB/s against extent](bench-gbps.svg)\n\n" >md
 
-	# Launch tables.
+	# zvmm prezero without a guest (bench/suite.sh without KVM).
+	if ("engine" in HAS) {
+		printf "## zvmm prezero without a guest\n\nThe engine alone (`zvmm prezero`, no KVM): exec to exit in ms, median (min-max) of %s runs, and the prezero pass'"'"'s GB/s (median). Fresh memory is populated by the workers (the kernel zeroes it); a warm poisoned pool is scrubbed with the profile'"'"'s backend.\n\n", MI["reps"] >md
+		for (p = 1; p <= npages; p++) {
+			pg = pages[p]
+			if (!(("engine", pg) in HAS)) continue
+			printf "| %s pages |", pg >md
+			for (s = 1; s <= nsizes; s++) printf " %s GiB |", sizes[s] >md
+			printf "\n|---|" >md
+			for (s = 1; s <= nsizes; s++) printf "---|" >md
+			printf "\n" >md
+			for (i = 1; i <= 2; i++) {
+				em = i == 1 ? "prezero-fresh" : "prezero-warm"
+				printf "| %s |", i == 1 ? "fresh memory" : "warm poisoned pool" >md
+				for (s = 1; s <= nsizes; s++) {
+					g = med("engine", em, pg, sizes[s], "-", "prezero_gbps")
+					printf " %s |", rng("engine", em, pg, sizes[s], "-", "wall_ms") (g == "" ? "" : sprintf(", %.1f GB/s", g)) >md
+				}
+				printf "\n" >md
+			}
+			printf "\n" >md
+		}
+	}
+
+	# Launch tables: only for page sizes that had launches.
 	for (p = 1; p <= npages; p++) {
 		pg = pages[p]
+		if (!(("launch", pg) in HAS)) continue
 		for (w = 1; w <= 2; w++) {
 			met = w == 1 ? "ready_ms" : "report_ms"
 			printf "## Launch, %s pages: %s\n\nms, median (min-max) of %s runs.\n\n| method |", pg, w == 1 ? "exec to ready" : "exec to the guest'"'"'s report", MI["reps"] >md
@@ -277,8 +316,10 @@ END {
 	}
 
 	# Scaling.
-	printf "## Scaling: least-squares fits of launch time against memory size\n\nFitted to the medians above (this machine, %s); 64 GiB and 1 TiB are predictions from these measured points, not measurements.\n\n", MI["cpu"] >md
-	printf "| method | page | metric | points | ms at 0 | ms per GiB | GB/s (1/slope) | R^2 | 64 GiB (predicted) | 1 TiB (predicted) |\n|---|---|---|---|---|---|---|---|---|---|\n" >md
+	if ("launch" in HAS)
+		printf "## Scaling: least-squares fits of launch time against memory size\n\nFitted to the medians above (this machine, %s); 64 GiB and 1 TiB are predictions from these measured points, not measurements.\n\n", MI["cpu"] >md
+	if ("launch" in HAS)
+		printf "| method | page | metric | points | ms at 0 | ms per GiB | GB/s (1/slope) | R^2 | 64 GiB (predicted) | 1 TiB (predicted) |\n|---|---|---|---|---|---|---|---|---|---|\n" >md
 	for (p = 1; p <= npages; p++)
 		for (i = 1; i <= nm; i++)
 			for (w = 1; w <= 2; w++) {
@@ -294,7 +335,8 @@ END {
 			}
 
 	# zvmm itself.
-	printf "\n## zvmm itself at the largest size measured\n\nWall time to the guest'"'"'s report, zvmm'"'"'s CPU time (user + system, all threads) and its peak RSS (hugetlb guest memory is not in RSS: this is zvmm apart from guest memory).\n\n| method | page | GiB | report ms | CPU s | max RSS MiB |\n|---|---|---|---|---|---|\n" >md
+	if ("launch" in HAS)
+		printf "\n## zvmm itself at the largest size measured\n\nWall time to the guest'"'"'s report, zvmm'"'"'s CPU time (user + system, all threads) and its peak RSS (hugetlb guest memory is not in RSS: this is zvmm apart from guest memory).\n\n| method | page | GiB | report ms | CPU s | max RSS MiB |\n|---|---|---|---|---|---|\n" >md
 	for (p = 1; p <= npages; p++) {
 		big = largest(pages[p])
 		for (i = 1; i <= 5; i++) {
@@ -305,7 +347,8 @@ END {
 	}
 
 	# Chunks: one table per page size, the chunks that fit in a page.
-	printf "\n## Demand-fault latency against chunk size, hybrid background running\n\nA warm poisoned pool; the guest touches top down (`order=down`) while background work clears bottom up, so every fault before they meet needs a scrub, queued behind background chunks. Latency: fault read to UFFDIO_CONTINUE for those faults, the page'"'"'s own scrub included; per-run p50/p99/max, median (min-max) over runs. Background GB/s: its bytes over its seconds. Chunks are cut inside one hugepage (DESIGN.md 5), so 2 MiB pages take chunks up to 2M.\n" >md
+	if ("chunk" in HAS)
+		printf "\n## Demand-fault latency against chunk size, hybrid background running\n\nA warm poisoned pool; the guest touches top down (`order=down`) while background work clears bottom up, so every fault before they meet needs a scrub, queued behind background chunks. Latency: fault read to UFFDIO_CONTINUE for those faults, the page'"'"'s own scrub included; per-run p50/p99/max, median (min-max) over runs. Background GB/s: its bytes over its seconds. Chunks are cut inside one hugepage (DESIGN.md 5), so 2 MiB pages take chunks up to 2M.\n" >md
 	lat = dir "/latency.dat"
 	for (p = 1; p <= npages; p++) {
 		pg = pages[p]
@@ -332,10 +375,13 @@ END {
 		}
 	}
 	close(lat)
-	printf "\n![fault latency against chunk size](latency.svg)\n" >md
+	if ("chunk" in HAS)
+		printf "\n![fault latency against chunk size](latency.svg)\n" >md
 
-	# Plot data: one file per page size, a column per method.
+	# Plot data: one file per page size that had launches, a column
+	# per method.
 	for (p = 1; p <= npages; p++) {
+		if (!(("launch", pages[p]) in HAS)) continue
 		f = dir "/launch-" pages[p] ".dat"
 		printf "gib" >f
 		for (i = 1; i <= nm; i++) printf " %s", meths[i] >f
@@ -354,12 +400,17 @@ END {
 	# The JSON: machine, targets, fits, chunk rows and every median.
 	js = dir "/suite.json"
 	printf "{ \"version\": 1,\n  \"machine\": {" >js
-	nk = split("date host cpu cpus numa_nodes mem_gib kernel os qemu zvmm reps sizes pages chunks chunk_gib smoke cmdline", keys, " ")
+	nk = split("date host cpu cpus numa_nodes mem_gib kernel os kvm qemu zvmm reps sizes pages chunks chunk_gib smoke cmdline", keys, " ")
 	for (i = 1; i <= nk; i++) {
 		v = MI[keys[i]]; gsub(/\\/, "\\\\", v); gsub(/"/, "\\\"", v)
 		printf "%s \"%s\": \"%s\"", (i > 1) ? "," : "", keys[i], v >js
 	}
-	printf " },\n  \"targets\": [\n" >js
+	printf " },\n  \"skipped\": [" >js
+	for (i = 1; i <= nsk; i++) {
+		v = SK[i]; gsub(/\\/, "\\\\", v); gsub(/"/, "\\\"", v)
+		printf "%s\n    \"%s\"", (i > 1) ? "," : "", v >js
+	}
+	printf "%s],\n  \"targets\": [\n", nsk ? "\n  " : "" >js
 	for (i = 1; i <= nt; i++) printf "    %s%s\n", T[i], i < nt ? "," : "" >js
 	printf "  ],\n  \"fits\": [\n" >js
 	for (i = 1; i <= nf; i++) printf "    %s%s\n", F[i], i < nf ? "," : "" >js
@@ -452,7 +503,8 @@ fi
 if [ -s "$DIR/storm.md" ]; then
 	{
 		printf '\n## Launch storm: zvmmd, warm pools, QEMU\n\n'
-		printf 'One launch after another of 1 GiB guests on 1 GiB pages, each\n'
+		printf 'One launch after another of 1 GiB guests on 1 GiB pages (2 MiB\n'
+		printf 'pages where the kernel has no 1 GiB pool: its first line says), each\n'
 		printf 'touching all its memory, three ways in the same run; then a running\n'
 		printf 'guest'"'"'s touch rate while zvmmd fills chunks at idle priority, and what\n'
 		printf 'filling takes from a busy vCPU'"'"'s memory bandwidth (a writer on one core\n'

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Launch storm: N launches of 1 GiB guests on 1 GiB pages one after
-# another, each guest touching all of its memory (every 2 MiB), three
-# ways in one run on this machine:
+# Launch storm: N launches of 1 GiB guests on 1 GiB pages (2 MiB pages
+# where the kernel has no 1 GiB pool) one after another, each guest
+# touching all of its memory (every 2 MiB), three ways in one run on this
+# machine:
 #   zvmmd      zvmm run --pool-service: chunks zvmmd zeroed ahead, at idle
 #   warm pool  zvmm run --pool P, on_exit = scrub: each launch scrubs at its
 #              exit for the next one, which trusts the state record
@@ -17,6 +18,9 @@
 # pinned to one core (bench/tools/membw.c) stands in for it, the filler
 # taking the other core at idle priority as it would on a host.
 #
+# Without a usable /dev/kvm no guest boots: the storm and the touch rate
+# are skipped, saying why, and the bandwidth part (no guest in it) runs.
+#
 # Usage (root): bench/storm.sh   Environment: N=16, ZVMM, ZVMMD, ELF, MEMBW.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,16 +33,43 @@ N=${N:-16}
 CMDLINE="stride=2M verify=8"
 
 [ "$(id -u)" = 0 ] || { echo "storm.sh: run as root (zvmmd, hugepages)" >&2; exit 3; }
-[ -x "$ZVMM" ] && [ -x "$ZVMMD" ] && [ -f "$ELF" ] && [ -x "$MEMBW" ] ||
+[ -x "$ZVMM" ] && [ -x "$ZVMMD" ] && [ -x "$MEMBW" ] ||
 	{ echo "storm.sh: run make first" >&2; exit 2; }
-command -v qemu-system-x86_64 >/dev/null ||
-	{ echo "storm.sh: needs qemu-system-x86 (make deps)" >&2; exit 3; }
+
+# KVM is usable when /dev/kvm opens read-write (it may exist and refuse).
+no_kvm=""
+if [ ! -e /dev/kvm ]; then
+	no_kvm="/dev/kvm does not exist"
+elif ! (exec 3<>/dev/kvm) 2>/dev/null; then
+	no_kvm="/dev/kvm cannot be opened read-write"
+fi
+if [ -n "$no_kvm" ] && ! grep -qw -e vmx -e svm /proc/cpuinfo; then
+	no_kvm+="; no vmx or svm in the CPU flags: no hardware virtualization, as in a VM without nested virtualization"
+fi
+if [ -z "$no_kvm" ]; then
+	[ -f "$ELF" ] || { echo "storm.sh: run make first" >&2; exit 2; }
+	command -v qemu-system-x86_64 >/dev/null ||
+		{ echo "storm.sh: needs qemu-system-x86 (make deps)" >&2; exit 3; }
+fi
+
+hp=/sys/kernel/mm/hugepages
+g2=$hp/hugepages-2048kB/nr_hugepages
+# The storm's page size: 1 GiB where the kernel has a pool of them.
+if [ -d "$hp/hugepages-1048576kB" ]; then
+	PAGE=1G
+else
+	PAGE=2M
+	[ -n "$no_kvm" ] ||
+		echo "storm.sh: 1 GiB pages skipped: the kernel has no 1 GiB hugetlb pool (no $hp/hugepages-1048576kB); the storm runs on 2 MiB pages"
+fi
+gp=$hp/hugepages-$([ "$PAGE" = 1G ] && echo 1048576 || echo 2048)kB/nr_hugepages
+declare -A saved
+for f in "$hp"/hugepages-*/nr_hugepages; do saved[$f]=$(cat "$f"); done
+# raise POOL N: POOL's count N pages above what was found (several
+# raises of one pool add up when given as one N).
+raise() { echo $((${saved[$1]} + $2)) >"$1"; }
 
 work=$(mktemp -d /tmp/zvmm-suite-storm.XXXXXX)
-g1=/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages
-g2=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
-saved1=$(cat "$g1")
-saved2=$(cat "$g2")
 zpid=""
 cleanup() {
 	[ -n "$zpid" ] && kill "$zpid" 2>/dev/null && wait "$zpid" 2>/dev/null
@@ -46,17 +77,9 @@ cleanup() {
 	umount "$work/mnt" 2>/dev/null || true
 	umount -l "$work"/chunks/* 2>/dev/null || true
 	rm -rf "$work"
-	echo "$saved1" >"$g1"
-	echo "$saved2" >"$g2"
+	for f in "${!saved[@]}"; do echo "${saved[$f]}" >"$f"; done
 }
 trap cleanup EXIT INT TERM
-
-# 1 GiB pages: a storm's guest, zvmmd's clean chunks, the warm pool.
-echo $((saved1 + 6)) >"$g1"
-if [ "$(cat "${g1%nr_hugepages}free_hugepages")" -lt 6 ]; then
-	echo "storm.sh: skipped: the kernel could not reserve six 1 GiB pages (memory fragmented: reserve them early, or at boot)"
-	exit 0
-fi
 
 cpu_of() { awk '{print ($14 + $15) / 100}' "/proc/$1/stat"; }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR ? a[int((NR+1)/2)] : "nan")}'; }
@@ -88,7 +111,7 @@ zvmmd_stop() {
 # zeroed chunk (the guest must have read zero either way).
 launch() {
 	local json=$work/launch.json
-	"$ZVMM" run --mem 1G --hugepages 1G --cmdline "$CMDLINE" --quiet \
+	"$ZVMM" run --mem 1G --hugepages "$PAGE" --cmdline "$CMDLINE" --quiet \
 		--json "$json" "$@" >/dev/null 2>"$work/err" ||
 		{ echo "storm.sh: a launch failed: $(cat "$work/err")" >&2; exit 1; }
 	printf '%s' "$(ready_of "$json")"
@@ -109,95 +132,113 @@ measuring=0
 cpu_mark() { times >"$work/times"; }
 cpu_read() { tail -1 "$work/times" | awk '{gsub("m"," "); gsub("s",""); print $1 * 60 + $2 + $3 * 60 + $4}'; }
 
-printf 'launch storm: %d launches of 1 GiB guests on 1 GiB pages, each touching every 2 MiB; %s\n' \
-	"$N" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+storm_part() {
+	# The storm's guest, zvmmd's clean chunks and the warm pool: 6 GiB
+	# of the storm's pages; the touch rate's guest below, 1 GiB of 2 MiB
+	# pages (and slack), on top when that is the same pool.
+	local n=$(((6 << 30) / $([ "$PAGE" = 1G ] && echo $((1 << 30)) || echo $((2 << 20)))))
+	raise "$gp" "$n"
+	if [ "$PAGE" = 1G ]; then
+		raise "$g2" $((512 + 64))
+	else
+		raise "$g2" $((n + 512 + 64))
+	fi
+	if [ "$(cat "${gp%nr_hugepages}free_hugepages")" -lt "$n" ]; then
+		echo "storm.sh: skipped: the storm and the touch rate: the kernel could not reserve 6 GiB of $PAGE pages (memory fragmented: reserve them early, or at boot)"
+		return 0
+	fi
+	printf 'launch storm: %d launches of 1 GiB guests on %s pages, each touching every 2 MiB; %s\n' \
+		"$N" "$PAGE" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 
-# --- zvmmd
-mkdir -p "$work/chunks"
-zvmmd_conf "$work/zvmmd.conf" pages.1G 3G 3G 4G
-zvmmd_start "$work/zvmmd.conf"
-# Filled up to high before the storm: the steady state a host keeps.
-for _ in $(seq 600); do
-	"$ZVMM" pool status --socket "$work/zvmmd.sock" --json - 2>/dev/null |
-		grep -q '"clean_bytes":3221225472' && break
-	sleep 0.05
-done
-launch --pool-service --socket "$work/zvmmd.sock" >/dev/null # warm-up
-zd0=$(cpu_of "$zpid")
-zc=0
-zr=""
-measuring=1
-for i in $(seq "$N"); do
-	# The launches' own CPU time, not the status polls' between them.
-	cpu_mark
-	c0=$(cpu_read)
-	zr+=" $(launch --pool-service --socket "$work/zvmmd.sock" --policy configs/demand.conf)"
-	cpu_mark
-	zc=$(awk "BEGIN {print $zc + $(cpu_read) - $c0}")
-	# As a host between launches: zvmmd refills while nothing runs, to
-	# its high watermark; a launch that finds no chunk says '*'.
-	for _ in $(seq 500); do
+	# --- zvmmd
+	mkdir -p "$work/chunks"
+	zvmmd_conf "$work/zvmmd.conf" "pages.$PAGE" 3G 3G 4G
+	zvmmd_start "$work/zvmmd.conf"
+	# Filled up to high before the storm: the steady state a host keeps.
+	for _ in $(seq 600); do
 		"$ZVMM" pool status --socket "$work/zvmmd.sock" --json - 2>/dev/null |
-			grep -q '"clean_bytes":3221225472,"dirty_bytes":0' && break
+			grep -q '"clean_bytes":3221225472' && break
 		sleep 0.05
 	done
-done
-measuring=0
-zcpu=$(awk "BEGIN {print $(cpu_of "$zpid") - $zd0}")
+	launch --pool-service --socket "$work/zvmmd.sock" >/dev/null # warm-up
+	zd0=$(cpu_of "$zpid")
+	zc=0
+	zr=""
+	measuring=1
+	for i in $(seq "$N"); do
+		# The launches' own CPU time, not the status polls' between them.
+		cpu_mark
+		c0=$(cpu_read)
+		zr+=" $(launch --pool-service --socket "$work/zvmmd.sock" --policy configs/demand.conf)"
+		cpu_mark
+		zc=$(awk "BEGIN {print $zc + $(cpu_read) - $c0}")
+		# As a host between launches: zvmmd refills while nothing runs, to
+		# its high watermark; a launch that finds no chunk says '*'.
+		for _ in $(seq 500); do
+			"$ZVMM" pool status --socket "$work/zvmmd.sock" --json - 2>/dev/null |
+				grep -q '"clean_bytes":3221225472,"dirty_bytes":0' && break
+			sleep 0.05
+		done
+	done
+	measuring=0
+	zcpu=$(awk "BEGIN {print $(cpu_of "$zpid") - $zd0}")
 
-# --- warm pool, scrubbed at each exit
-mkdir -p "$work/mnt"
-mount -t hugetlbfs -o pagesize=1G none "$work/mnt"
-launch --pool "$work/mnt/pool" --set pool.on_exit=scrub >/dev/null # warm-up
-cpu_mark
-c0=$(cpu_read)
-wr=""
-measuring=1
-for i in $(seq "$N"); do
-	wr+=" $(launch --pool "$work/mnt/pool" --set pool.on_exit=scrub --policy configs/demand.conf)"
-done
-measuring=0
-cpu_mark
-wc=$(awk "BEGIN {print $(cpu_read) - $c0}")
-rm -f "$work/mnt/pool"
+	# --- warm pool, scrubbed at each exit
+	mkdir -p "$work/mnt"
+	mount -t hugetlbfs -o pagesize="$PAGE" none "$work/mnt"
+	launch --pool "$work/mnt/pool" --set pool.on_exit=scrub >/dev/null # warm-up
+	cpu_mark
+	c0=$(cpu_read)
+	wr=""
+	measuring=1
+	for i in $(seq "$N"); do
+		wr+=" $(launch --pool "$work/mnt/pool" --set pool.on_exit=scrub --policy configs/demand.conf)"
+	done
+	measuring=0
+	cpu_mark
+	wc=$(awk "BEGIN {print $(cpu_read) - $c0}")
+	rm -f "$work/mnt/pool"
 
-# --- QEMU, hugetlb preallocation
-cpu_mark
-c0=$(cpu_read)
-qr=""
-for i in $(seq "$N"); do
-	t0=$(now_us)
-	got=""
-	while IFS= read -r line; do
-		case $line in ZVMM-REPORT*) [ -z "$got" ] && got=$(($(now_us) - t0)) ;; esac
-	done < <(qemu-system-x86_64 -M microvm,x-option-roms=off,memory-backend=m0 \
-		-cpu qemu64 -accel kvm -m 1G \
-		-object memory-backend-memfd,id=m0,size=1G,hugetlb=on,hugetlbsize=1G,prealloc=on \
-		-nodefaults -nographic -serial stdio \
-		-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
-		-kernel "$ELF" -append "$CMDLINE" 2>/dev/null)
-	qr+=" $(awk "BEGIN {print ${got:-0} / 1000}")"
-done
-cpu_mark
-qc=$(awk "BEGIN {print $(cpu_read) - $c0}")
+	# --- QEMU, hugetlb preallocation
+	cpu_mark
+	c0=$(cpu_read)
+	qr=""
+	for i in $(seq "$N"); do
+		t0=$(now_us)
+		got=""
+		while IFS= read -r line; do
+			case $line in ZVMM-REPORT*) [ -z "$got" ] && got=$(($(now_us) - t0)) ;; esac
+		done < <(qemu-system-x86_64 -M microvm,x-option-roms=off,memory-backend=m0 \
+			-cpu qemu64 -accel kvm -m 1G \
+			-object "memory-backend-memfd,id=m0,size=1G,hugetlb=on,hugetlbsize=$PAGE,prealloc=on" \
+			-nodefaults -nographic -serial stdio \
+			-device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+			-kernel "$ELF" -append "$CMDLINE" 2>/dev/null)
+		qr+=" $(awk "BEGIN {print ${got:-0} / 1000}")"
+	done
+	cpu_mark
+	qc=$(awk "BEGIN {print $(cpu_read) - $c0}")
 
-printf '%-10s %9s %9s %9s %12s %s\n' "way" "median ms" "min ms" "max ms" "host CPU s" "every launch (ms)"
-row() {
-	local v=${2//\*/}
-	printf '%-10s %9.1f %9.1f %9.1f %12s %s\n' "$1" "$(echo "$v" | median)" \
-		"$(echo "$v" | tr ' ' '\n' | grep -v '^$' | sort -g | head -1)" \
-		"$(echo "$v" | tr ' ' '\n' | grep -v '^$' | sort -g | tail -1)" "$3" "$2"
+	printf '%-10s %9s %9s %9s %12s %s\n' "way" "median ms" "min ms" "max ms" "host CPU s" "every launch (ms)"
+	row() {
+		local v=${2//\*/}
+		printf '%-10s %9.1f %9.1f %9.1f %12s %s\n' "$1" "$(echo "$v" | median)" \
+			"$(echo "$v" | tr ' ' '\n' | grep -v '^$' | sort -g | head -1)" \
+			"$(echo "$v" | tr ' ' '\n' | grep -v '^$' | sort -g | tail -1)" "$3" "$2"
+	}
+	row zvmmd "$zr" "$(awk "BEGIN {printf \"%.2f+%.2f\", $zc, $zcpu}")"
+	row "warm pool" "$wr" "$(printf '%.2f' "$wc")"
+	row qemu "$qr" "$(printf '%.2f' "$qc")"
+	echo "ready: zvmm's launch.ready_ms (start to first vCPU entry); qemu: exec to the guest's report (an upper bound)"
+	echo "host CPU s: the launching processes' user+system; zvmmd's row adds zvmmd's own (its filling) after the +"
+	echo "*: zvmmd had no zeroed chunk for that launch (it got holes the kernel zeroes at first touch)"
+	if [ -s "$work/slow" ]; then
+		echo "launches over 5 ms, and their phases (ms):"
+		sed 's/--pool-service --socket [^ ]*/zvmmd/; s/--pool [^ ]* --set pool.on_exit=scrub/warm pool/; s/ --policy configs\/demand.conf//' "$work/slow"
+	fi
+
+	touch_part
 }
-row zvmmd "$zr" "$(awk "BEGIN {printf \"%.2f+%.2f\", $zc, $zcpu}")"
-row "warm pool" "$wr" "$(printf '%.2f' "$wc")"
-row qemu "$qr" "$(printf '%.2f' "$qc")"
-echo "ready: zvmm's launch.ready_ms (start to first vCPU entry); qemu: exec to the guest's report (an upper bound)"
-echo "host CPU s: the launching processes' user+system; zvmmd's row adds zvmmd's own (its filling) after the +"
-echo "*: zvmmd had no zeroed chunk for that launch (it got holes the kernel zeroes at first touch)"
-if [ -s "$work/slow" ]; then
-	echo "launches over 5 ms, and their phases (ms):"
-	sed 's/--pool-service --socket [^ ]*/zvmmd/; s/--pool [^ ]* --set pool.on_exit=scrub/warm pool/; s/ --policy configs\/demand.conf//' "$work/slow"
-fi
 
 # --- a running guest's touch rate: zvmmd filling at idle vs an idle host
 touch_rate() {
@@ -209,22 +250,29 @@ touch_rate() {
 	m=$(grep -o '"touch_ms": [0-9.]*' "$json" | awk '{print $2}')
 	awk "BEGIN {if (${m:-0} > 0) printf \"%.3f\", ${b:-0} / ${m:-0} / 1e6; else print \"nan\"}"
 }
-echo $((saved2 + 512 + 64)) >"$g2"
-idle=""
-busy=""
-for _ in 1 2 3; do
-	idle+=" $(touch_rate)"
-done
-# zvmmd filling while the guest runs: started empty each time, it fills
-# its 3 GiB at idle priority, capped at 1 GB/s, over about 3 s of the
-# guest's run.
-zvmmd_conf "$work/busy.conf" pages.1G 3G 3G 4G 1G
-for _ in 1 2 3; do
-	zvmmd_start "$work/busy.conf"
-	busy+=" $(touch_rate)"
-done
-printf 'touch rate of a 1 GiB guest, one write per 64 KiB (GB/s of memory walked, median of 3): idle host %s, zvmmd filling 3 GiB at idle %s\n' \
-	"$(echo "$idle" | median)" "$(echo "$busy" | median)"
+touch_part() {
+	idle=""
+	busy=""
+	for _ in 1 2 3; do
+		idle+=" $(touch_rate)"
+	done
+	# zvmmd filling while the guest runs: started empty each time, it fills
+	# its 3 GiB at idle priority, capped at 1 GB/s, over about 3 s of the
+	# guest's run.
+	zvmmd_conf "$work/busy.conf" "pages.$PAGE" 3G 3G 4G 1G
+	for _ in 1 2 3; do
+		zvmmd_start "$work/busy.conf"
+		busy+=" $(touch_rate)"
+	done
+	printf 'touch rate of a 1 GiB guest, one write per 64 KiB (GB/s of memory walked, median of 3): idle host %s, zvmmd filling 3 GiB at idle %s\n' \
+		"$(echo "$idle" | median)" "$(echo "$busy" | median)"
+}
+
+if [ -n "$no_kvm" ]; then
+	echo "storm.sh: skipped: the launch storm and a running guest's touch rate: no usable /dev/kvm ($no_kvm)"
+else
+	storm_part
+fi
 
 # --- a busy vCPU's memory bandwidth: idle host, zvmmd filling beside it
 # One writer on CPU 0 over 1 GiB (past any LLC we have met) for 2 s; once
@@ -255,8 +303,8 @@ bw_run() {
 zvmmd_stop
 zvmmd_conf "$work/bw.conf" pages.2M 8G 8G 8G
 zvmmd_conf "$work/bwcap.conf" pages.2M 8G 8G 8G 1G
-echo "$saved1" >"$g1"
-echo $((saved2 + 4096)) >"$g2"
+for f in "${!saved[@]}"; do echo "${saved[$f]}" >"$f"; done
+raise "$g2" 4096
 : >"$work/bw.idle"
 : >"$work/bw.fill"
 : >"$work/bw.cap"

@@ -24,6 +24,13 @@
 #  7. the launch storm (bench/storm.sh): zvmmd's leases against warm pools
 #     and QEMU prealloc, and a guest's touch rate while zvmmd fills.
 #
+# On the page sizes this machine has: 1G only where the kernel has a
+# 1 GiB hugetlb pool. Without a usable /dev/kvm the guest launches
+# (2 to 5, and the storm's) are skipped, saying so, and the engine part
+# runs: 1, 6, and in place of 2 `zvmm prezero` without a guest, on fresh
+# memory and on a warm poisoned pool, at every size. The report lists
+# what was skipped and why.
+#
 # zvmm runs with a calibration profile (`zvmm calibrate`, into a cache
 # directory of the suite's own), as a deployment would.
 #
@@ -44,7 +51,8 @@ case ${1:-} in
 --smoke) SMOKE=1 ;;
 "") ;;
 -h | --help)
-	sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+	# The whole comment above, to its usage lines.
+	sed -n '2,/^set -euo pipefail$/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 *)
@@ -86,15 +94,57 @@ CMDLINE="stride=2M verify=1"
 MAX_GIB=$(printf '%s\n' $SIZES "$CHUNK_GIB" | sort -n | tail -1)
 
 die() {
-	echo "suite.sh: $*" >&2
+	echo "suite.sh: $1" >&2
 	exit "${2:-1}"
 }
+sysfs() {
+	echo /sys/kernel/mm/hugepages/hugepages-$([ "$1" = 1G ] && echo 1048576 || echo 2048)kB/$2
+}
+page_bytes() { [ "$1" = 1G ] && echo $((1 << 30)) || echo $((2 << 20)); }
 [ "$(id -u)" = 0 ] || die "run as root: it reserves hugepages and gives them back" 3
-command -v qemu-system-x86_64 >/dev/null || die "needs qemu-system-x86 (make deps)" 3
 command -v gnuplot >/dev/null || die "needs gnuplot (apt-get install gnuplot-nox, or make deps)" 3
-[ -r /dev/kvm ] || die "needs /dev/kvm" 3
-[ -x "$ZVMM" ] && [ -f "$ELF" ] && [ -x "$POISON" ] ||
+[ -x "$ZVMM" ] && [ -x "$POISON" ] ||
 	die "run 'make $ZVMM $POISON' first (or make bench-suite)" 2
+
+# What this machine can run: what is skipped is said here, and listed in
+# the report (machine.tsv's skip lines).
+SKIPS=()
+skip() {
+	echo "suite.sh: skipped: $1" >&2
+	SKIPS+=("$1")
+}
+# The page sizes asked for that this kernel has.
+have=""
+for page in $PAGES; do
+	case $page in
+	1G | 2M) ;;
+	*) die "PAGES: '$page' is no page size (2M or 1G)" 2 ;;
+	esac
+	if [ -d "$(dirname "$(sysfs "$page" nr_hugepages)")" ]; then
+		have+="${have:+ }$page"
+	else
+		skip "$page pages: the kernel has no $page hugetlb pool (no $(dirname "$(sysfs "$page" nr_hugepages)"))"
+	fi
+done
+PAGES=$have
+[ -n "$PAGES" ] || die "none of the page sizes asked for has a hugetlb pool here" 3
+
+# KVM is usable when /dev/kvm opens read-write (it may exist and refuse).
+NO_KVM=""
+if [ ! -e /dev/kvm ]; then
+	NO_KVM="/dev/kvm does not exist"
+elif ! (exec 3<>/dev/kvm) 2>/dev/null; then
+	NO_KVM="/dev/kvm cannot be opened read-write"
+fi
+if [ -n "$NO_KVM" ] && ! grep -qw -e vmx -e svm /proc/cpuinfo; then
+	NO_KVM+="; no vmx or svm in the CPU flags: no hardware virtualization, as in a VM without nested virtualization"
+fi
+if [ -n "$NO_KVM" ]; then
+	skip "the guest launches (zvmm run and QEMU: launch to ready, fault latency against chunk size, launches without a profile$([ "$SMOKE" = 1 ] || echo ", the launch storm's")): no usable /dev/kvm ($NO_KVM); zvmm prezero without a guest stands in for the launch rows"
+else
+	command -v qemu-system-x86_64 >/dev/null || die "needs qemu-system-x86 (make deps)" 3
+	[ -f "$ELF" ] || die "run 'make $ELF' first (or make bench-suite)" 2
+fi
 
 mkdir -p "$OUT"
 RAW=$OUT/raw.tsv
@@ -130,11 +180,6 @@ cleanup() {
 }
 trap 'cleanup' EXIT
 trap 'echo "suite.sh: interrupted; hugepages and pool files put back" >&2; cleanup; exit 130' INT TERM
-
-sysfs() {
-	echo /sys/kernel/mm/hugepages/hugepages-$([ "$1" = 1G ] && echo 1048576 || echo 2048)kB/$2
-}
-page_bytes() { [ "$1" = 1G ] && echo $((1 << 30)) || echo $((2 << 20)); }
 
 # Progress: one line, rewritten on a terminal, one per point otherwise.
 STEP=0
@@ -288,11 +333,49 @@ reserve() {
 	[ "$(cat "$(sysfs "$1" free_hugepages)")" -ge "$n" ] || return 1
 	mount -t hugetlbfs -o pagesize="$1" none "$MNT"
 	# Untimed: the first touch of memory the host reclaimed is slow.
-	child "$ZVMM" run --mem "${2}G" --hugepages "$1" \
-		--policy configs/prezero.conf --quiet --json "$J" \
-		>/dev/null 2>>"$LOG" || true
+	# Without KVM the engine alone touches it.
+	if [ -z "$NO_KVM" ]; then
+		child "$ZVMM" run --mem "${2}G" --hugepages "$1" \
+			--policy configs/prezero.conf --quiet --json "$J" \
+			>/dev/null 2>>"$LOG" || true
+	else
+		child "$ZVMM" prezero --mem "${2}G" --hugepages "$1" \
+			--policy configs/prezero.conf --quiet --json "$J" \
+			>/dev/null 2>>"$LOG" || true
+	fi
 	THREADS=$(jget policy workers)
 	THREADS=${THREADS:-2}
+}
+
+# engine_run GIB PAGE fresh|warm: `zvmm prezero` without a guest, on
+# fresh memory (an anonymous memfd) or on the pool file freshly
+# poisoned; sets T_WALL (ms from exec to exit) and RC.
+engine_run() {
+	local t0 pool=()
+	if [ "$3" = warm ]; then
+		child "$POISON" "$MNT/pool" $(($1 << 30))
+		pool=(--pool "$MNT/pool")
+	fi
+	rm -f "$J"
+	RC=0
+	t0=$EPOCHREALTIME
+	child "$ZVMM" prezero --mem "${1}G" --hugepages "$2" "${pool[@]}" \
+		--policy configs/prezero.conf --quiet --json "$J" \
+		>/dev/null 2>>"$LOG" || RC=$?
+	T_WALL=$(ms "$(us_since "$t0" "$EPOCHREALTIME")")
+}
+
+# record_engine METHOD PAGE GIB REP: the samples of the engine run just timed
+record_engine() {
+	if [ "$RC" != 0 ] || [ ! -s "$J" ]; then
+		echo "suite.sh: zvmm $1 $2 $3 GiB rep $4: exit $RC (see $LOG)" >&2
+		STALE=$((STALE + 1))
+		return 0
+	fi
+	sample engine "$1" "$2" "$3" - "$4" wall_ms "$T_WALL"
+	sample engine "$1" "$2" "$3" - "$4" prezero_ms \
+		"$(awk -v s="$(jget prezero seconds)" 'BEGIN {print s * 1000}')"
+	sample engine "$1" "$2" "$3" - "$4" prezero_gbps "$(jget prezero gbps)"
 }
 
 count() { set -- $1; echo $#; }
@@ -315,8 +398,15 @@ NS=$(count "$SIZES")
 NP=$(count "$PAGES")
 NC=0
 for page in $PAGES; do NC=$((NC + $(chunks_for "$page" | wc -l))); done
-TOTAL=$((2 + NP * NS * 7 + NC + 2))
-case " $PAGES " in *" 1G "*) TOTAL=$((TOTAL + 1)) ;; esac
+# calibrate, bench, the points of each page, new users (and the storm),
+# the report.
+if [ -z "$NO_KVM" ]; then
+	TOTAL=$((2 + NP * NS * 7 + NC + 2))
+	case " $PAGES " in *" 1G "*) TOTAL=$((TOTAL + 1)) ;; esac
+else
+	TOTAL=$((2 + NP * NS * 2 + 2))
+fi
+[ "$SMOKE" = 1 ] || TOTAL=$((TOTAL + 1))
 
 {
 	echo "date	$(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -327,7 +417,12 @@ case " $PAGES " in *" 1G "*) TOTAL=$((TOTAL + 1)) ;; esac
 	echo "mem_gib	$(awk '/MemTotal/ {printf "%.1f", $2 / 1048576}' /proc/meminfo)"
 	echo "kernel	$(uname -r)"
 	echo "os	$(. /etc/os-release && echo "$PRETTY_NAME")"
-	echo "qemu	$(qemu-system-x86_64 --version | head -1)"
+	if [ -z "$NO_KVM" ]; then
+		echo "qemu	$(qemu-system-x86_64 --version | head -1)"
+	else
+		echo "qemu	not run"
+	fi
+	echo "kvm	${NO_KVM:-usable}"
 	echo "zvmm	$(git describe --always --dirty 2>/dev/null || echo unknown)"
 	echo "reps	$REPS"
 	echo "sizes	$SIZES"
@@ -337,6 +432,7 @@ case " $PAGES " in *" 1G "*) TOTAL=$((TOTAL + 1)) ;; esac
 	echo "profile_gib	$PROFILE_GIB"
 	echo "smoke	$SMOKE"
 	echo "cmdline	$CMDLINE"
+	for s in "${SKIPS[@]}"; do printf 'skip\t%s\n' "$s"; done
 } >"$OUT/machine.tsv"
 
 progress "zvmm calibrate (the profile backend = auto reads)"
@@ -357,6 +453,28 @@ for page in $PAGES; do
 	sample meta - "$page" "$need" - - reserved_gib "$need"
 	sample meta - "$page" - - - workers "$THREADS"
 	printf 'workers_%s\t%s\n' "$page" "$THREADS" >>"$OUT/machine.tsv"
+	if [ -n "$NO_KVM" ]; then
+		# No guest can boot: the engine's prezero alone, at every size.
+		for gib in $SIZES; do
+			if [ "$gib" -gt "$need" ]; then
+				STEP=$((STEP + 2))
+				continue
+			fi
+			rm -f "$MNT/pool"
+			progress "$page $gib GiB zvmm prezero without a guest, fresh memory"
+			for r in $(seq "$REPS"); do
+				engine_run "$gib" "$page" fresh
+				record_engine prezero-fresh "$page" "$gib" "$r"
+			done
+			progress "$page $gib GiB zvmm prezero without a guest, warm poisoned pool"
+			for r in $(seq "$REPS"); do
+				engine_run "$gib" "$page" warm
+				record_engine prezero-warm "$page" "$gib" "$r"
+			done
+			rm -f "$MNT/pool" "$ZVMM_STATE_DIR"/* 2>/dev/null || true
+		done
+		continue
+	fi
 	for gib in $SIZES; do
 		if [ "$gib" -gt "$need" ]; then
 			STEP=$((STEP + 7))
@@ -457,6 +575,6 @@ if [ "$NEWUSER" != 0 ]; then
 	echo "suite.sh: not every new-user launch reached 0.9x the best backend; see $OUT/newuser.md" >&2
 fi
 if [ "$STALE" -gt 0 ]; then
-	echo "suite.sh: $STALE runs ended without a clean guest report; see $LOG" >&2
+	echo "suite.sh: $STALE runs failed or ended without a clean guest report; see $LOG" >&2
 	exit 1
 fi
