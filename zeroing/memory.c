@@ -177,6 +177,35 @@ static int lock_pool(int fd, const char *path, char *err, size_t len)
 	return -EBUSY;
 }
 
+/*
+ * Something other than a regular file at a pool's path (a directory, a
+ * FIFO, a socket, a device node): a request that is wrong, -EINVAL, as
+ * libzvmm(3) says, whatever errno opening it gave (EISDIR, ENXIO).
+ */
+static int not_regular(const char *path, mode_t mode, char *err, size_t len)
+{
+	const char *what = "of another type";
+
+	if (S_ISDIR(mode)) {
+		snprintf(
+			err, len,
+			"mem.pool_path %s is not a regular file but a directory: name a pool file, e.g. %s/pool",
+			path, path);
+		return -EINVAL;
+	}
+	if (S_ISFIFO(mode))
+		what = "a FIFO";
+	else if (S_ISSOCK(mode))
+		what = "a socket";
+	else if (S_ISCHR(mode) || S_ISBLK(mode))
+		what = "a device node";
+	snprintf(
+		err, len,
+		"mem.pool_path %s is not a regular file but %s: name another path, or remove it",
+		path, what);
+	return -EINVAL;
+}
+
 /* Whether another launch holds the pool at @path (checked before anything
  * is allocated; zero_mem_create() takes the lock for real). */
 static int probe_pool_lock(const char *path, char *err, size_t len)
@@ -263,6 +292,9 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 				o->pool_path, o->pool_path);
 			return -EPERM;
 		}
+		/* A request that is wrong, before what the machine lacks. */
+		if (!lstat(o->pool_path, &lst) && !S_ISREG(lst.st_mode))
+			return not_regular(o->pool_path, lst.st_mode, err, len);
 		ret = check_mount(o->pool_path, -1, o->page_bytes, err, len);
 		if (!ret)
 			ret = probe_pool_lock(o->pool_path, err, len);
@@ -400,11 +432,8 @@ static int open_pool_dir(const char *path, struct zero_mem *m, char *err,
 static int check_pool_file(const struct zero_mem *m, const struct stat *st,
 			   char *err, size_t len)
 {
-	if (!S_ISREG(st->st_mode)) {
-		snprintf(err, len, "mem.pool_path %s is not a regular file",
-			 m->path);
-		return -EINVAL;
-	}
+	if (!S_ISREG(st->st_mode))
+		return not_regular(m->path, st->st_mode, err, len);
 	if (st->st_uid != geteuid()) {
 		snprintf(
 			err, len,
@@ -492,13 +521,20 @@ static int open_pool(const struct zero_mem_opts *o, struct zero_mem *m,
 				o->pool_path, o->pool_path);
 			return -EPERM;
 		}
-		/* Another user's pool says so, not just EACCES. */
-		if (m->fd < 0 && errno == EACCES &&
-		    !fstatat(m->dirfd, m->name, &st, AT_SYMLINK_NOFOLLOW)) {
-			e = check_pool_file(m, &st, err, len);
-			if (e)
-				return e;
-			errno = EACCES;
+		/*
+		 * What is there says more than the errno: another user's
+		 * pool (EACCES), a directory (EISDIR), a socket (ENXIO).
+		 */
+		if (m->fd < 0) {
+			int open_errno = errno;
+
+			if (!fstatat(m->dirfd, m->name, &st,
+				     AT_SYMLINK_NOFOLLOW)) {
+				e = check_pool_file(m, &st, err, len);
+				if (e)
+					return e;
+			}
+			errno = open_errno;
 		}
 	}
 	if (m->fd < 0)

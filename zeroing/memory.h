@@ -52,8 +52,9 @@ struct zero_mem {
  * Checks, before anything is allocated, that the request can be met:
  * a page size the kernel has, a size that is a whole number of pages, a
  * hugetlbfs mount of that page size for a pool file (and a compatible
- * existing file), and enough free hugepages (counting pages the pool file
- * already holds). Returns 0, -EINVAL for a request that is wrong, or
+ * existing file, a regular one), and enough free hugepages (counting
+ * pages the pool file already holds). Returns 0, -EINVAL for a request
+ * that is wrong (said before any missing resource), or
  * -ENOMEM/-ENODEV/-ENOENT for missing resources; @err says what to do.
  */
 int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t err_len)
@@ -65,9 +66,9 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t err_len)
  * named pool must be inside the trust boundary (docs/DESIGN.md 3): its
  * path holds no symbolic link, its directory is the euid's or root's and
  * no one else may write it (unless sticky), an existing file is a
- * regular file of the euid that no one else may write, and no other
- * process has it open or mapped: else -EPERM (or -EBUSY, naming the
- * process) with @err saying what fixes it. Pages of a new file are FRESH;
+ * regular file (else -EINVAL) of the euid that no one else may write,
+ * and no other process has it open or mapped: else -EPERM (or -EBUSY,
+ * naming the process) with @err saying what fixes it. Pages of a new file are FRESH;
  * pages a reused pool file already holds are DIRTY. On failure nothing
  * is left: mappings undone, a file this call created removed, an empty
  * file it sized emptied again. Returns 0 or a negative errno with @err
