@@ -80,6 +80,46 @@ void cli_log_to_stderr(void)
 	log_to_stderr_rewritten(to_flags);
 }
 
+#define HELD_MAX 8
+
+/* The library's messages while held (one thread: the command's own). */
+static struct {
+	char err[1024];
+	struct {
+		enum log_level level;
+		char msg[1024];
+	} other[HELD_MAX];
+	unsigned int n;
+} held;
+
+static void hold(void *arg, enum log_level level, const char *msg)
+{
+	(void)arg;
+	if (level == LOG_ERR) {
+		snprintf(held.err, sizeof(held.err), "%s", msg);
+	} else if (held.n < HELD_MAX) {
+		held.other[held.n].level = level;
+		snprintf(held.other[held.n].msg, sizeof(held.other[0].msg),
+			 "%s", msg);
+		held.n++;
+	}
+}
+
+void cli_log_hold(void)
+{
+	held.err[0] = '\0';
+	held.n = 0;
+	log_set_sink(hold, NULL);
+}
+
+void cli_log_release(char *err, size_t len)
+{
+	cli_log_to_stderr();
+	for (unsigned int i = 0; i < held.n; i++)
+		log_msg(held.other[i].level, "%s", held.other[i].msg);
+	snprintf(err, len, "%s", held.err);
+}
+
 int cli_policy(const char *file, const struct cli_sets *sets,
 	       struct zvmm_policy **out)
 {

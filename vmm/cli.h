@@ -30,6 +30,15 @@ int cli_exit_status(int err);
 /* Messages to stderr, the library's API names turned into zvmm's flags. */
 void cli_log_to_stderr(void);
 
+/*
+ * For a command that says several problems in one message: from
+ * cli_log_hold() the messages are held, not printed; cli_log_release()
+ * prints the held warnings and notes, and gives the last error (as the
+ * library wrote it, "" if none) in @err for the command to say.
+ */
+void cli_log_hold(void);
+void cli_log_release(char *err, size_t len);
+
 /* Parses a SIZE option value; prints the error and returns -EINVAL. */
 int cli_parse_size(const char *opt, const char *arg, uint64_t *out);
 

@@ -130,24 +130,6 @@ static int read_guest(const char *path, unsigned char **buf, size_t *size)
 	return 0;
 }
 
-/* Checks that the KVM device can be opened before memory is taken. */
-static int probe_kvm(const char *dev)
-{
-	int fd = open(dev, O_RDWR | O_CLOEXEC);
-
-	if (fd >= 0) {
-		close(fd);
-		return 0;
-	}
-	if (errno == ENOENT)
-		pr_err("%s does not exist: the kernel needs KVM (CONFIG_KVM, kvm_intel or kvm_amd loaded), or run where virtualization is available",
-		       dev);
-	else
-		pr_err("cannot open %s: %s (run as root or join the kvm group)",
-		       dev, strerror(errno));
-	return -ENODEV;
-}
-
 struct run_state {
 	struct run_opts o;
 	struct zvmm_policy *pol;
@@ -199,10 +181,10 @@ static void reserve_refused(uint64_t page_bytes, long need)
 /* Everything before memory is taken; usage errors come out first. */
 static int check_request(struct run_state *s)
 {
+	char err[512], kvm_why[1024], mem_why[1024];
 	struct run_opts *o = &s->o;
 	struct vmm_elf_info info;
-	char err[512];
-	int ret;
+	int ret, mret, kret;
 
 	ret = cli_policy(o->a.policy, &o->a.sets, &s->pol);
 	if (ret)
@@ -240,10 +222,22 @@ static int check_request(struct run_state *s)
 		snprintf(s->cmdline + strlen(s->cmdline),
 			 sizeof(s->cmdline) - strlen(s->cmdline), "vcpus=%u",
 			 o->a.vcpus);
-	ret = probe_kvm(o->a.kvm);
-	if (ret)
-		return ret;
-	if (o->a.reserve && !(o->mem.bytes % o->mem.page_bytes)) {
+	/*
+	 * The memory request's own errors (its size, its page size, a pool
+	 * of another size or not a file) are usage errors, said before
+	 * anything the machine lacks. The library's message is held, so
+	 * that every missing resource is said in one message.
+	 */
+	cli_log_hold();
+	mret = zvmm_mem_check(&o->mem);
+	cli_log_release(mem_why, sizeof(mem_why));
+	if (mret == -EINVAL) {
+		pr_err("%s", mem_why);
+		return mret;
+	}
+	kret = vmm_kvm_probe(o->a.kvm, kvm_why, sizeof(kvm_why));
+	/* Nothing on the host changes for a launch that cannot run. */
+	if (!kret && o->a.reserve) {
 		long nr = (long)(o->mem.bytes / o->mem.page_bytes);
 
 		ret = zvmm_hugepages_reserve(o->mem.page_bytes, (uint64_t)nr,
@@ -252,9 +246,22 @@ static int check_request(struct run_state *s)
 			reserve_refused(o->mem.page_bytes, nr);
 			return ret;
 		}
-		/* -ENOMEM: the pre-flight check below says what is short. */
+		/* -ENOMEM: the check again says what is still short. */
+		cli_log_hold();
+		mret = zvmm_mem_check(&o->mem);
+		cli_log_release(mem_why, sizeof(mem_why));
 	}
-	return zvmm_mem_check(&o->mem);
+	/* Hugepages too few are --reserve's to raise, once KVM is there. */
+	if (kret && o->a.reserve && mret == -ENOMEM)
+		mret = 0;
+	if (kret && mret)
+		pr_err("cannot start a guest here, for two reasons: (1) %s; (2) %s",
+		       kvm_why, mem_why);
+	else if (kret)
+		pr_err("%s", kvm_why);
+	else if (mret)
+		pr_err("%s", mem_why);
+	return kret ? kret : mret;
 }
 
 static int open_outputs(struct run_state *s)

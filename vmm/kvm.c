@@ -24,6 +24,110 @@ static void kick_handler(int sig)
 	(void)sig;
 }
 
+const char *vmm_cpuinfo = "/proc/cpuinfo";
+
+enum vmm_hw_virt vmm_hw_virt(void)
+{
+	enum vmm_hw_virt v = VMM_HW_VIRT_UNKNOWN;
+	bool vmx = false, hypervisor = false;
+	char *line = NULL, *word, *save;
+	size_t cap = 0;
+	FILE *f = fopen(vmm_cpuinfo, "re");
+
+	if (!f)
+		return v;
+	/* x86 lists "flags : ..." per CPU; the first is enough. */
+	while (getline(&line, &cap, f) > 0) {
+		if (strncmp(line, "flags", 5) || !strchr(line, ':'))
+			continue;
+		for (word = strtok_r(strchr(line, ':') + 1, " \t\n", &save);
+		     word; word = strtok_r(NULL, " \t\n", &save)) {
+			vmx |= !strcmp(word, "vmx") || !strcmp(word, "svm");
+			hypervisor |= !strcmp(word, "hypervisor");
+		}
+		if (vmx)
+			v = VMM_HW_VIRT_YES;
+		else if (hypervisor)
+			v = VMM_HW_VIRT_NONE_VM;
+		else
+			v = VMM_HW_VIRT_NONE;
+		break;
+	}
+	free(line);
+	fclose(f);
+	return v;
+}
+
+/* What a machine without hardware virtualization can still do. */
+#define WITHOUT_KVM                                                      \
+	"what works here without KVM: zvmm prezero --pool, zvmm bench, " \
+	"zvmm calibrate, libzvmm and zvmmd"
+
+void vmm_kvm_explain(const char *dev, int e, char *why, size_t len)
+{
+	enum vmm_hw_virt v = vmm_hw_virt();
+	char lead[320];
+
+	if ((e == EACCES || e == EPERM) && geteuid()) {
+		snprintf(
+			why, len,
+			"cannot open %s: %s (run as root or join the kvm group)",
+			dev, strerror(e));
+		return;
+	}
+	/* Root is refused by something other than the node's mode. */
+	if (e == EACCES || e == EPERM) {
+		snprintf(
+			why, len,
+			"cannot open %s: %s, even as root: a device cgroup, a container or a security module refuses it; run zvmm where /dev/kvm is allowed",
+			dev, strerror(e));
+		return;
+	}
+	/* ENOENT: no node; ENXIO or ENODEV: a node with no driver behind it. */
+	if (e != ENOENT && e != ENXIO && e != ENODEV) {
+		snprintf(why, len, "cannot open %s: %s", dev, strerror(e));
+		return;
+	}
+	if (e == ENOENT)
+		snprintf(lead, sizeof(lead), "%s does not exist", dev);
+	else
+		snprintf(lead, sizeof(lead), "cannot open %s: %s", dev,
+			 strerror(e));
+	/*
+	 * Without vmx or svm no module can give KVM: under a hypervisor
+	 * that offers no nested virtualization (this workplace's PVM
+	 * guests), or on a CPU whose firmware turned it off (Linux then
+	 * hides vmx from the flags too).
+	 */
+	if (v == VMM_HW_VIRT_NONE_VM)
+		snprintf(
+			why, len,
+			"%s, and this machine has no hardware virtualization (no vmx or svm among the CPU flags in /proc/cpuinfo): it is a VM without nested virtualization, so no kernel module can help; run guests where VT-x or AMD-V is available; %s",
+			lead, WITHOUT_KVM);
+	else if (v == VMM_HW_VIRT_NONE)
+		snprintf(
+			why, len,
+			"%s, and this machine has no hardware virtualization (no vmx or svm among the CPU flags in /proc/cpuinfo), so no kernel module can help: turn VT-x or AMD-V on in the firmware if the CPU has it; %s",
+			lead, WITHOUT_KVM);
+	else
+		snprintf(
+			why, len,
+			"%s: the kernel needs KVM (CONFIG_KVM, kvm_intel or kvm_amd loaded), or run where virtualization is available",
+			lead);
+}
+
+int vmm_kvm_probe(const char *dev, char *why, size_t len)
+{
+	int fd = open(dev, O_RDWR | O_CLOEXEC);
+
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	vmm_kvm_explain(dev, errno, why, len);
+	return -ENODEV;
+}
+
 static int check_cap(struct vmm_vm *vm, long cap, const char *name, char *err,
 		     size_t len)
 {
@@ -111,16 +215,7 @@ int vmm_vm_create(const char *dev, const struct vmm_ram *mem,
 	vm->kvm_fd = open(dev, O_RDWR | O_CLOEXEC);
 	if (vm->kvm_fd < 0) {
 		ret = -errno;
-		if (ret == -ENOENT)
-			snprintf(
-				err, len,
-				"%s does not exist: the kernel needs KVM (CONFIG_KVM and kvm_intel or kvm_amd loaded), or run zvmm where virtualization is available",
-				dev);
-		else
-			snprintf(
-				err, len,
-				"cannot open %s: %s (run as root or join the kvm group)",
-				dev, strerror(-ret));
+		vmm_kvm_explain(dev, -ret, err, len);
 		goto fail;
 	}
 	version = ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0);

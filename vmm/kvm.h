@@ -81,6 +81,35 @@ struct vmm_vm {
 	uint64_t mmio_exits;
 };
 
+/* What /proc/cpuinfo says of hardware virtualization. */
+enum vmm_hw_virt {
+	VMM_HW_VIRT_UNKNOWN, /* no x86 "flags" line: another arch, no file */
+	VMM_HW_VIRT_YES, /* vmx or svm */
+	VMM_HW_VIRT_NONE_VM, /* neither, under a hypervisor */
+	VMM_HW_VIRT_NONE, /* neither, and no hypervisor flag */
+};
+
+/* "/proc/cpuinfo"; tests point it at a made-up file. */
+extern const char *vmm_cpuinfo;
+
+/* What the first CPU's flags in vmm_cpuinfo say. */
+enum vmm_hw_virt vmm_hw_virt(void);
+
+/*
+ * Why @dev (normally /dev/kvm) does not open, @e being open(2)'s errno,
+ * into @why: what is missing and what would help. On a CPU without vmx
+ * or svm no kernel module can help: it says so, and names what works
+ * without KVM.
+ */
+void vmm_kvm_explain(const char *dev, int e, char *why, size_t len);
+
+/*
+ * Whether @dev opens read-write, checked before memory is taken: 0, or
+ * -ENODEV with vmm_kvm_explain()'s reason in @why.
+ */
+int vmm_kvm_probe(const char *dev, char *why, size_t len)
+	__attribute__((warn_unused_result));
+
 /*
  * Opens @dev (normally /dev/kvm), checks the API version and the
  * capabilities used, creates the VM with @mem as its RAM and @nr_vcpus
