@@ -454,7 +454,70 @@ static int pvh_regs(int fd, uint32_t entry, uint32_t start_info)
 	return 0;
 }
 
-/* /dev/kvm, a VM with @ram as its memory from address 0, its vCPUs. */
+/* Whether the first CPU's flags in /proc/cpuinfo name @flag. */
+static bool cpu_flag(const char *flag)
+{
+	char *line = NULL, *word, *save;
+	bool found = false;
+	size_t cap = 0;
+	FILE *f = fopen("/proc/cpuinfo", "re");
+
+	if (!f)
+		return false;
+	while (getline(&line, &cap, f) > 0) {
+		if (strncmp(line, "flags", 5) || !strchr(line, ':'))
+			continue;
+		for (word = strtok_r(strchr(line, ':') + 1, " \t\n", &save);
+		     word && !found; word = strtok_r(NULL, " \t\n", &save))
+			found = !strcmp(word, flag);
+		break;
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+/*
+ * /dev/kvm, opened before guest memory is taken; what is missing when it
+ * cannot be: a CPU without vmx or svm (a VM without nested
+ * virtualization) is helped by no module, and root by no group.
+ */
+static int kvm_open(struct vm *vm)
+{
+	int e;
+
+	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
+	e = errno;
+	if (vm->kvm_fd < 0 && (e == ENOENT || e == ENXIO || e == ENODEV) &&
+	    !cpu_flag("vmx") && !cpu_flag("svm"))
+		return fail(
+			-e,
+			"cannot open /dev/kvm: %s: this CPU has no hardware virtualization (no vmx or svm in /proc/cpuinfo)%s, so no kernel module can help: run minivmm where VT-x or AMD-V is available",
+			strerror(e),
+			cpu_flag("hypervisor") ?
+				"; it is a VM without nested virtualization" :
+				"; it may be off in the firmware");
+	if (vm->kvm_fd < 0 && (e == ENOENT || e == ENXIO || e == ENODEV))
+		return fail(
+			-e,
+			"cannot open /dev/kvm: %s: load kvm_intel or kvm_amd",
+			strerror(e));
+	if (vm->kvm_fd < 0 && (e == EACCES || e == EPERM) && geteuid())
+		return fail(
+			-e,
+			"cannot open /dev/kvm: %s: run as root or join the kvm group",
+			strerror(e));
+	if (vm->kvm_fd < 0)
+		return fail(-e, "cannot open /dev/kvm: %s", strerror(e));
+	if (ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0) != KVM_API_VERSION ||
+	    ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_IMMEDIATE_EXIT) <= 0)
+		return fail(
+			-ENODEV,
+			"/dev/kvm lacks KVM_CAP_IMMEDIATE_EXIT: use a newer kernel");
+	return 0;
+}
+
+/* A VM with @ram as its memory from address 0, its vCPUs. */
 static int vm_create(struct vm *vm, void *ram, uint64_t bytes, uint32_t entry,
 		     uint32_t start_info)
 {
@@ -465,17 +528,6 @@ static int vm_create(struct vm *vm, void *ram, uint64_t bytes, uint32_t entry,
 	struct kvm_cpuid2 *cpuid;
 	int ret;
 
-	vm->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (vm->kvm_fd < 0)
-		return fail(
-			-errno,
-			"cannot open /dev/kvm: %s (load kvm_intel or kvm_amd; run as root or join the kvm group)",
-			strerror(errno));
-	if (ioctl(vm->kvm_fd, KVM_GET_API_VERSION, 0) != KVM_API_VERSION ||
-	    ioctl(vm->kvm_fd, KVM_CHECK_EXTENSION, KVM_CAP_IMMEDIATE_EXIT) <= 0)
-		return fail(
-			-ENODEV,
-			"/dev/kvm lacks KVM_CAP_IMMEDIATE_EXIT: use a newer kernel");
 	ret = ioctl(vm->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0);
 	vm->vm_fd = ioctl(vm->kvm_fd, KVM_CREATE_VM, 0);
 	if (ret <= 0 || vm->vm_fd < 0)
@@ -720,6 +772,8 @@ static int run(const struct opts *o, struct vm *vm, int sig_fd)
 	mem.pool_path = o->pool;
 	if (!ret && (ret = zvmm_mem_check(&mem)))
 		fail(ret, "guest memory: %s (see above)", strerror(-ret));
+	if (!ret)
+		ret = kvm_open(vm);
 	if (!ret)
 		ret = zvmm_guest_open(&mem, pol, &g);
 	zvmm_policy_free(pol); /* the guest has what it needs of it */
