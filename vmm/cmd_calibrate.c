@@ -20,8 +20,9 @@ static const struct cli_verb calibrate_verb = {
 	.accepts = CLI_OUT | CLI_QUIET,
 	.what = "Measures the backends that run here on warm memory out of the\n"
 		"last-level cache (the cache filled with dirty lines, then a fresh\n"
-		"16 MiB window a backend) at chunk sizes 256K, 1M, 2M, 4M and 8M and\n"
-		"writes a profile that `backend = auto` reads. Default FILE:\n"
+		"16 MiB window a backend; 256 MiB assumed, and said, when sysfs lists\n"
+		"no cache) at chunk sizes 256K, 1M, 2M, 4M and 8M and writes a profile\n"
+		"that `backend = auto` reads; - in the table: not timed. Default FILE:\n"
 		"calibration.ini in $ZVMM_CACHE_DIR, else /var/cache/zvmm for root,\n"
 		"else $XDG_CACHE_HOME/zvmm or ~/.cache/zvmm; '-' prints it.",
 };
@@ -46,13 +47,68 @@ static bool out_dir_refused(const char *out)
 	return true;
 }
 
+/*
+ * GB/s of each backend that runs here at each chunk size, and the best.
+ * The columns are as wide as the widest best, one space apart, so that
+ * no name runs into its neighbour; a backend out of the running after
+ * the first chunk size was not timed, and says so rather than 0.0.
+ */
+static void print_table(const struct zvmm_calibration *c,
+			const struct zvmm_backend_info *info, unsigned int nb)
+{
+	unsigned int nc = zvmm_calibration_chunks(c), k;
+	int name_w = (int)strlen("best"), w = (int)strlen("100.0");
+	bool untimed = false;
+	char label[16];
+
+	for (unsigned int i = 0; i < nb; i++)
+		if (info[i].runs_here && (int)strlen(info[i].name) > name_w)
+			name_w = (int)strlen(info[i].name);
+	for (k = 0; k < nc; k++) {
+		const char *best = zvmm_calibration_best(c, k);
+
+		if (best && (int)strlen(best) > w)
+			w = (int)strlen(best);
+	}
+	printf("%-*s", name_w, "GB/s");
+	for (k = 0; k < nc; k++)
+		printf(" %*s", w,
+		       size_label(zvmm_calibration_chunk(c, k), label,
+				  sizeof(label)));
+	printf("\n");
+	for (unsigned int i = 0; i < nb; i++) {
+		if (!info[i].runs_here)
+			continue;
+		printf("%-*s", name_w, info[i].name);
+		for (k = 0; k < nc; k++) {
+			double g = zvmm_calibration_gbps(c, k, info[i].name);
+
+			if (g > 0)
+				printf(" %*.1f", w, g);
+			else
+				printf(" %*s", w, "-");
+			untimed |= !(g > 0);
+		}
+		printf("\n");
+	}
+	printf("%-*s", name_w, "best");
+	for (k = 0; k < nc; k++)
+		printf(" %*s", w,
+		       zvmm_calibration_best(c, k) ?
+			       zvmm_calibration_best(c, k) :
+			       "none");
+	printf("\n");
+	if (untimed)
+		printf("-: not timed (out of the running after the first chunk size)\n");
+}
+
 int cmd_calibrate(int argc, char **argv)
 {
 	struct zvmm_backend_info info[32];
 	struct zvmm_calibration *c;
 	struct cli_args a = { 0 };
-	char written[PATH_MAX], label[16], *text;
-	unsigned int nb, nc;
+	char written[PATH_MAX], *text;
+	unsigned int nb;
 	int ret;
 
 	ret = cli_parse(&calibrate_verb, argc, argv, &a);
@@ -72,29 +128,8 @@ int cmd_calibrate(int argc, char **argv)
 		return cli_exit_status(ret);
 	nb = zvmm_backends(info, sizeof(info) / sizeof(info[0]));
 	nb = nb < 32 ? nb : 32;
-	nc = zvmm_calibration_chunks(c);
-	if (!a.quiet && !(a.out && !strcmp(a.out, "-"))) {
-		printf("%-16s", "GB/s");
-		for (unsigned int k = 0; k < nc; k++)
-			printf("%8s", size_label(zvmm_calibration_chunk(c, k),
-						 label, sizeof(label)));
-		printf("\n");
-		for (unsigned int i = 0; i < nb; i++) {
-			if (!info[i].runs_here)
-				continue;
-			printf("%-16s", info[i].name);
-			for (unsigned int k = 0; k < nc; k++)
-				printf("%8.1f", zvmm_calibration_gbps(
-							c, k, info[i].name));
-			printf("\n");
-		}
-		printf("%-16s", "best");
-		for (unsigned int k = 0; k < nc; k++)
-			printf("%8s", zvmm_calibration_best(c, k) ?
-					      zvmm_calibration_best(c, k) :
-					      "-");
-		printf("\n");
-	}
+	if (!a.quiet && !(a.out && !strcmp(a.out, "-")))
+		print_table(c, info, nb);
 	if (a.out && !strcmp(a.out, "-")) {
 		text = malloc(1 << 16);
 		ret = text ? zvmm_calibration_format(c, text, 1 << 16) :

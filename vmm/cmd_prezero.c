@@ -20,10 +20,17 @@
 #include "progress.h"
 #include "sigwatch.h"
 
+static const struct cli_text prezero_texts[] = {
+	{ CLI_VERBOSE,
+	  "the library's steps on stderr, such as what measuring the backends assumed" },
+	{ 0 }
+};
+
 static const struct cli_verb prezero_verb = {
 	.name = "prezero",
 	.accepts = CLI_MEM | CLI_HUGEPAGES | CLI_POOL | CLI_POLICY | CLI_SET |
-		   CLI_JSON | CLI_QUIET,
+		   CLI_JSON | CLI_QUIET | CLI_VERBOSE,
+	.texts = prezero_texts,
 	.required = CLI_MEM,
 	.what = "Makes every page of SIZE bytes of hugepage memory zero with the worker\n"
 		"pool, as `zvmm run` does before the first vCPU under the prezero policy:\n"
@@ -121,6 +128,8 @@ int cmd_prezero(int argc, char **argv)
 	ret = cli_parse(&prezero_verb, argc, argv, &a);
 	if (ret)
 		return ret > 0 ? 0 : EXIT_USAGE;
+	if (a.verbose && log_level < LOG_DEBUG)
+		log_level = LOG_DEBUG;
 	mem = ZVMM_MEM_INIT(a.mem, a.page_bytes);
 	mem.pool_path = a.pool;
 	ret = cli_policy(a.policy, &a.sets, &pol);

@@ -188,6 +188,18 @@ uint64_t zero_llc_bytes(void)
 /* Within 0.9x of the best is as good as the best (the issue-20 target). */
 #define TIE 0.9
 
+/*
+ * A cache size sysfs does not give is said, not silently assumed: with a
+ * larger real cache the windows would be measured in it, and the rates
+ * read too high for guest memory.
+ */
+static void say_llc_assumed(enum log_level level)
+{
+	log_msg(level,
+		"sysfs lists no cache sizes (%s/devices/system/cpu/cpu*/cache): the backends are measured as if the last-level cache were %llu MiB (llc_assumed in the profile)",
+		zero_sysfs_root, (unsigned long long)(LLC_UNKNOWN >> 20));
+}
+
 static unsigned int backends_here(void)
 {
 	const struct zero_backend *b;
@@ -473,6 +485,10 @@ int zero_calibrate(const uint64_t *chunks, unsigned int nr, uint64_t buf_bytes,
 	ret = warm_buffer(buf_bytes, &buf);
 	if (ret)
 		return ret;
+	/* Said to whoever calibrates; a launch's measurement (below) says
+	 * it at debug level, which zvmm's --verbose shows. */
+	if (!llc)
+		say_llc_assumed(LOG_INFO);
 	ret = calibrate_region(chunks, nr, buf, buf_bytes, llc, reps, 0, p);
 	munmap(buf, buf_bytes);
 	return ret;
@@ -526,6 +542,9 @@ int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
 	if (nr > ZERO_PROFILE_MAX_CHUNKS || reps == 0 || reps > 16)
 		return -EINVAL;
 	need = zero_measure_bytes(llc, reps);
+	/* In place on a small scrub (below), the cache size plays no part. */
+	if (!llc && !(buf && buf_bytes < need && buf_bytes >= SMALL_MIN))
+		say_llc_assumed(LOG_DEBUG);
 	if (buf && buf_bytes >= need)
 		return calibrate_region(chunks, nr, buf, need, llc, reps, only,
 					p);
@@ -616,13 +635,18 @@ void zero_profile_print(const struct zero_profile *p, FILE *f)
 		"; Measured on `region` bytes, the first `llc` of them (the\n"
 		"; last-level cache) written before timing, `reps` windows per\n"
 		"; leader; `spread` is (max - min) / median of the best two.\n"
+		"; `llc = 0`: sysfs listed no cache, and `llc_assumed` bytes\n"
+		"; were written instead.\n"
 		"[profile]\nversion = 2\narch = %s\ncpu = %s\ncpu_id = %s\n"
 		"microcode = %s\nkernel = %s\nbackends = %s\nfeatures = %s\n"
-		"region = %llu\nllc = %llu\nreps = %u\n",
+		"region = %llu\nllc = %llu\n",
 		p->id.arch, p->id.cpu, p->id.cpu_id, p->id.microcode,
 		p->id.kernel, p->id.backends, feat,
-		(unsigned long long)p->region, (unsigned long long)p->llc,
-		p->reps);
+		(unsigned long long)p->region, (unsigned long long)p->llc);
+	if (!p->llc)
+		fprintf(f, "llc_assumed = %llu\n",
+			(unsigned long long)LLC_UNKNOWN);
+	fprintf(f, "reps = %u\n", p->reps);
 	for (c = 0; c < p->nr; c++) {
 		const struct zero_profile_entry *e = &p->e[c];
 
@@ -735,7 +759,7 @@ static int profile_key(void *user, const char *section, const char *name,
 	struct profile_parse *pp = user;
 	struct zero_profile *p = pp->p;
 	struct zero_profile_entry *e;
-	uint64_t chunk;
+	uint64_t chunk, v;
 	char *end;
 	int idx;
 
@@ -765,9 +789,10 @@ static int profile_key(void *user, const char *section, const char *name,
 			return parse_u64(value, &p->region);
 		else if (!strcmp(name, "llc"))
 			return parse_u64(value, &p->llc);
+		/* What was assumed for llc = 0; older profiles lack it. */
+		else if (!strcmp(name, "llc_assumed"))
+			return parse_u64(value, &v);
 		else if (!strcmp(name, "reps")) {
-			uint64_t v;
-
 			if (!parse_u64(value, &v) || v > 1000)
 				return 0;
 			p->reps = (unsigned int)v;
