@@ -42,6 +42,7 @@
 
 #include "../include/zvmm/zvmm.h"
 #include "../lib/clock.h"
+#include "../lib/safefile.h"
 #include "../lib/size.h"
 #include "../lib/sysfs.h"
 #include "../zeroing/memory.h"
@@ -1412,6 +1413,13 @@ int main(int argc, char **argv)
 	int c, ret;
 
 	to_journal = getenv("JOURNAL_STREAM") != NULL;
+	/*
+	 * A program of zvmm's, as zvmm is: libzvmm's code in it keeps a
+	 * calibration profile or a pool state record, if it ever does, in
+	 * $ZVMM_CACHE_DIR and $ZVMM_STATE_DIR, so a test's or CI's zvmmd
+	 * stays out of the host's /var/cache/zvmm and /var/lib/zvmm.
+	 */
+	program_env_enable();
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
