@@ -327,6 +327,7 @@ static const struct {
 	{ TEST_NEED_TOOL, "tools" },
 	{ TEST_NEED_CPUS, "cpus" },
 	{ TEST_NEED_TIME, "time" },
+	{ TEST_NEED_KERNEL, "kernel" },
 };
 
 bool test_required(const char *need)

@@ -119,6 +119,7 @@ long test_nr_hugepages(uint64_t page_bytes);
 #define TEST_NEED_TOOL "a tool or file" /* key: tools */
 #define TEST_NEED_CPUS "two CPUs" /* key: cpus */
 #define TEST_NEED_TIME "a machine quick enough" /* key: time */
+#define TEST_NEED_KERNEL "a kernel feature or setting" /* key: kernel */
 
 /*
  * Skips the test for @need (one of the TEST_NEED_* strings), or fails it

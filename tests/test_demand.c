@@ -4,8 +4,13 @@
  * every mode, page size and vCPU count the guest sees only zeros and the
  * fault counts fit the mode; a pool scrubbed at exit relaunches without
  * faults or work, unless its state record was altered, cut or belongs to
- * another file; SIGINT and SIGTERM end a run within a second at any
- * stage and leave no record that is not true.
+ * another file, or the pool was written since; SIGINT and SIGTERM end a
+ * run within a second at any stage and leave no record that is not true.
+ *
+ * The records and a signal during prezero are checked through
+ * `zvmm prezero`, which opens a pool, takes its record and writes one as
+ * `zvmm run` does, without a guest: only the tests that boot one need
+ * /dev/kvm.
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -23,6 +28,7 @@
 
 #include "../lib/size.h"
 #include "../zeroing/calibrate.h"
+#include "../zeroing/record.h"
 #include "helpers.h"
 
 static struct test_run r;
@@ -43,6 +49,13 @@ static void setup(void)
 	test_on_skip(teardown);
 }
 
+/* The tests that boot a guest say so before anything is made. */
+static void setup_kvm(void)
+{
+	test_need_kvm();
+	setup();
+}
+
 static void teardown(void)
 {
 	test_pool_cleanup(mnt, pool, state, mounted);
@@ -51,11 +64,10 @@ static void teardown(void)
 
 TestSuite(demand, .init = setup, .fini = teardown, .timeout = 180);
 
-/* Root, /dev/kvm, a hugetlbfs mount of @page and @count free pages. */
+/* Root, a hugetlbfs mount of @page and @count free pages. */
 static void need_pool(uint64_t page, long count)
 {
 	test_need_root("hugetlbfs mount, userfaultfd");
-	test_need_kvm();
 	page_sz = page;
 	test_reserve_or_skip(page, count, &resv);
 	test_mount_pool(mnt, page, &mounted);
@@ -120,7 +132,8 @@ ParameterizedTestParameters(demand, poisoned_pool_every_mode)
 	return cr_make_param_array(struct mode_case, cases, n);
 }
 
-ParameterizedTest(struct mode_case *c, demand, poisoned_pool_every_mode)
+ParameterizedTest(struct mode_case *c, demand, poisoned_pool_every_mode,
+		  .init = setup_kvm)
 {
 	uint64_t page = c->one_gib ? SZ_1G : SZ_2M;
 	uint64_t bytes = c->one_gib ? 2 * SZ_1G : 256 * SZ_1M;
@@ -188,7 +201,7 @@ static uint64_t hybrid_top_down(uint64_t bytes, const char *backend)
 	return section_field("process", "max_rss_kib");
 }
 
-Test(demand, hybrid_top_down_meets_background)
+Test(demand, hybrid_top_down_meets_background, .init = setup_kvm)
 {
 	char cache[] = "/tmp/zvmm-test-cache.XXXXXX", profile[96];
 	uint64_t bytes = 256 * SZ_1M, nr = bytes / SZ_2M, fixed, measured;
@@ -236,7 +249,7 @@ ParameterizedTestParameters(demand, scrubbed_pool_relaunches_without_work)
 }
 
 ParameterizedTest(uint64_t *bytes, demand,
-		  scrubbed_pool_relaunches_without_work)
+		  scrubbed_pool_relaunches_without_work, .init = setup_kvm)
 {
 	const char *mem = *bytes == SZ_1G * 4 ? "4G" : "256M";
 
@@ -267,46 +280,99 @@ static char *record_path(void)
 	return path;
 }
 
-static void edit_record(const char *from, const char *to)
+static size_t read_record(char *buf, size_t len)
 {
-	char *path = record_path(), buf[2048], *p;
+	char *path = record_path();
 	FILE *f = fopen(path, "r");
 	size_t n;
 
 	cr_assert_not_null(f, "no record at %s", path);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
+	n = fread(buf, 1, len - 1, f);
 	fclose(f);
 	buf[n] = '\0';
-	p = strstr(buf, from);
-	cr_assert_not_null(p, "'%s' not in record", from);
-	f = fopen(path, "w");
-	fwrite(buf, 1, (size_t)(p - buf), f);
-	fputs(to, f);
-	fputs(p + strlen(from), f);
-	fclose(f);
+	return n;
 }
 
-/* After a scrubbed exit, @spoil the record and poison the pool again:
- * the relaunch must treat the pages as DIRTY and scrub them. */
-static void spoiled_record(void (*spoil)(void))
+static void write_record(const char *text)
 {
-	need_pool(SZ_2M, 128);
-	poison(256 * SZ_1M);
-	boot("256M", "2M", "demand", "1", "scrub");
-	cr_assert_eq(r.status, 0, "%s", r.out);
-	poison(256 * SZ_1M);
-	spoil();
-	boot("256M", "2M", "demand", "1", "keep");
-	cr_assert_eq(r.status, 0, "%s", r.out);
-	cr_assert(strstr(r.out, "\"record_clean\": false"), "%s", r.out);
-	cr_assert_eq(section_field("demand", "scrubbed_pages"), 127, "%s",
-		     r.out);
-	cr_assert_eq(field("nonzero_bytes"), 0, "%s", r.out);
+	test_write_text(record_path(), text);
 }
 
+/* Sets @key of the record to @value, its checksum left as it was. */
+static void edit_record(const char *key, uint64_t value)
+{
+	char buf[2048], out[2048], at[64];
+	const char *p, *eol;
+
+	read_record(buf, sizeof(buf));
+	snprintf(at, sizeof(at), "\n%s = ", key);
+	p = strstr(buf, at);
+	cr_assert_not_null(p, "no %s in the record: %s", key, buf);
+	eol = strchr(p + 1, '\n');
+	cr_assert_not_null(eol);
+	snprintf(out, sizeof(out), "%.*s%s%llu%s", (int)(p - buf), buf, at,
+		 (unsigned long long)value, eol);
+	write_record(out);
+}
+
+/* `zvmm prezero` of the 256 MiB pool; its JSON report in r. */
+static void prezero_pool(void)
+{
+	cr_assert_eq(test_run_zvmm((const char *[]){ "prezero", "--mem", "256M",
+						     "--pool", pool, "--json",
+						     "-", "--quiet", NULL },
+				   false, &r),
+		     0);
+	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
+}
+
+/*
+ * A poisoned pool made zero by `zvmm prezero`, which writes its record;
+ * then @spoil; then the next launch. It scrubs the whole pool when the
+ * record is refused, nothing when it is trusted (@trusted); the pool is
+ * zero after it either way. The pool stays zero up to the relaunch
+ * unless @spoil writes it, so a spoiled record is refused by the record
+ * check alone: the sampled pages would pass.
+ */
+static void relaunch_after(void (*spoil)(void), bool trusted)
+{
+	uint64_t bytes = 256 * SZ_1M;
+
+	need_pool(SZ_2M, (long)(bytes / SZ_2M));
+	poison(bytes);
+	prezero_pool();
+	cr_assert_eq(section_field("prezero", "scrub_bytes"), bytes, "%s",
+		     r.out);
+	cr_assert_eq(access(record_path(), F_OK), 0, "no record written: %s",
+		     r.out);
+	spoil();
+	prezero_pool();
+	cr_assert_eq(section_field("prezero", "scrub_bytes"),
+		     trusted ? 0 : bytes, "the record was %s: %s",
+		     trusted ? "refused" : "trusted", r.out);
+	cr_assert_eq(pool_find_not_zero(bytes), -1);
+}
+
+/*
+ * The pool's times moved since its clean exit (touched, its bytes still
+ * zero) and the record was edited to match them, its checksum left as it
+ * was: every field describes the file as it is, only the checksum can
+ * tell.
+ */
 static void alter(void)
 {
-	edit_record("pages = 128", "pages = 127");
+	const struct timespec now[2] = { { .tv_nsec = UTIME_NOW },
+					 { .tv_nsec = UTIME_NOW } };
+	struct stat st;
+
+	cr_assert_eq(utimensat(AT_FDCWD, pool, now, 0), 0);
+	cr_assert_eq(stat(pool, &st), 0);
+	edit_record("mtime_ns", (uint64_t)st.st_mtim.tv_sec * 1000000000ull +
+					(uint64_t)st.st_mtim.tv_nsec);
+	edit_record("ctime_ns", (uint64_t)st.st_ctim.tv_sec * 1000000000ull +
+					(uint64_t)st.st_ctim.tv_nsec);
+	edit_record("atime_ns", (uint64_t)st.st_atim.tv_sec * 1000000000ull +
+					(uint64_t)st.st_atim.tv_nsec);
 }
 
 static void truncate_record(void)
@@ -314,68 +380,77 @@ static void truncate_record(void)
 	cr_assert_eq(truncate(record_path(), 60), 0);
 }
 
-/* A record of another file: same contents under this file's name, but
- * the inode inside is the other file's. */
+/*
+ * A whole record, checksum and all, of another file under this file's
+ * name: this pool's times and boot, another inode.
+ */
 static void other_file(void)
 {
-	char other[128], cmd[512];
-	struct stat st;
+	char buf[2048], text[ZERO_RECORD_TEXT_MAX];
+	struct zero_record rec;
+	size_t n = read_record(buf, sizeof(buf));
 
-	cr_assert_eq(stat(pool, &st), 0);
-	snprintf(other, sizeof(other), "inode = %llu",
-		 (unsigned long long)st.st_ino + 1);
-	snprintf(cmd, sizeof(cmd), "inode = %llu",
-		 (unsigned long long)st.st_ino);
-	edit_record(cmd, other);
+	cr_assert_eq(zero_record_parse(buf, n, &rec), 0, "%s", buf);
+	rec.inode++;
+	cr_assert_lt(zero_record_format(&rec, text, sizeof(text)),
+		     (int)sizeof(text));
+	write_record(text);
+}
+
+/* Someone wrote the pool since zvmm's clean exit; the record is valid. */
+static void written(void)
+{
+	poison(256 * SZ_1M);
+}
+
+static void untouched(void)
+{
 }
 
 Test(demand, altered_record_means_dirty)
 {
-	spoiled_record(alter);
+	relaunch_after(alter, false);
 }
 
 Test(demand, truncated_record_means_dirty)
 {
-	spoiled_record(truncate_record);
+	relaunch_after(truncate_record, false);
 }
 
 Test(demand, record_of_another_file_means_dirty)
 {
-	spoiled_record(other_file);
+	relaunch_after(other_file, false);
+}
+
+Test(demand, pool_written_after_a_clean_exit_means_dirty)
+{
+	relaunch_after(written, false);
+}
+
+/* The others' control: the same launches, the record left alone. */
+Test(demand, untouched_record_means_clean)
+{
+	relaunch_after(untouched, true);
 }
 
 /*
- * A signal at @after_ms: the run ends with 130 within a second, no
- * hugepage is left, and a state record exists only if the pool is zero.
- */
-/*
  * A signal once zvmm's output holds @when (a launch step it reached, not
- * a time it might have): the run ends with 130 within a second, no
- * hugepage is left, and a state record exists only if the pool is zero.
+ * a time it might have): zvmm (@argv) ends with 130 within a second, no
+ * hugepage is left, and a state record exists only if the pool of @bytes
+ * is zero.
  */
-static void interrupt(int sig, const char *policy, const char *mem,
-		      const char *cmdline, const char *backend,
+static void interrupt(int sig, const char *const *argv, uint64_t bytes,
 		      const char *when)
 {
 	long nr, free_before, nfree;
 	struct timespec t0, t1;
 	struct test_proc p;
 	double secs;
-	char pol[64], set[64];
 
-	snprintf(pol, sizeof(pol), "configs/%s.conf", policy);
-	snprintf(set, sizeof(set), "zeroing.backend=%s", backend);
 	cr_assert_eq(zero_hugetlb_counts(page_sz, &nr, &free_before), 0);
 	r.out_len = 0;
 	r.out[0] = '\0';
-	cr_assert_eq(test_spawn_zvmm(
-			     (const char *[]){
-				     "run", "--mem", mem, "--pool", pool,
-				     "--policy", pol, "--set", set, "--set",
-				     "zeroing.workers=1", "--cmdline", cmdline,
-				     "--quiet", "--verbose", NULL },
-			     false, &p),
-		     0);
+	cr_assert_eq(test_spawn_zvmm(argv, false, &p), 0);
 	cr_assert(test_wait_output(&p, &r, when, 60000),
 		  "zvmm never said '%s': %s", when, r.out);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -392,12 +467,28 @@ static void interrupt(int sig, const char *policy, const char *mem,
 	 * never fewer: nothing of zvmm's own is left. */
 	cr_assert_geq(nfree, free_before, "hugepages left in use");
 	if (access(record_path(), F_OK) == 0)
-		cr_assert_eq(pool_find_not_zero(strtoull(mem, NULL, 10) << 30),
-			     -1,
+		cr_assert_eq(pool_find_not_zero(bytes), -1,
 			     "a state record claims a pool that is not zero");
 }
 
-Test(demand, sigint_during_prezero)
+/* zvmm run on the pool, one worker, @backend, until @when, then @sig. */
+static void interrupt_run(int sig, const char *policy, const char *mem,
+			  const char *cmdline, const char *backend,
+			  const char *when)
+{
+	char pol[64], set[64];
+
+	snprintf(pol, sizeof(pol), "configs/%s.conf", policy);
+	snprintf(set, sizeof(set), "zeroing.backend=%s", backend);
+	interrupt(sig,
+		  (const char *[]){ "run", "--mem", mem, "--pool", pool,
+				    "--policy", pol, "--set", set, "--set",
+				    "zeroing.workers=1", "--cmdline", cmdline,
+				    "--quiet", "--verbose", NULL },
+		  strtoull(mem, NULL, 10) << 30, when);
+}
+
+Test(demand, sigint_during_prezero, .init = setup_kvm)
 {
 	need_pool(SZ_2M, 1024);
 	poison(2048 * SZ_1M);
@@ -405,12 +496,26 @@ Test(demand, sigint_during_prezero)
 	 * 2 GiB at ~15 GB/s on one worker with page_at_a_time: ~140 ms of
 	 * scrubbing after zvmm says it is preparing the memory.
 	 */
-	interrupt(SIGINT, "prezero", "2G", "verify=1", "page_at_a_time",
-		  "preparing it for the prezero policy");
+	interrupt_run(SIGINT, "prezero", "2G", "verify=1", "page_at_a_time",
+		      "preparing it for the prezero policy");
 	cr_assert(strstr(r.out, "before the guest started"), "%s", r.out);
 }
 
-Test(demand, sigterm_with_outstanding_faults)
+/* The same scrub, in `zvmm prezero`: no guest, the same promise. */
+Test(demand, sigint_during_zvmm_prezero)
+{
+	need_pool(SZ_2M, 1024);
+	poison(2048 * SZ_1M);
+	interrupt(SIGINT,
+		  (const char *[]){ "prezero", "--mem", "2G", "--pool", pool,
+				    "--set", "zeroing.backend=page_at_a_time",
+				    "--set", "zeroing.workers=1", "--quiet",
+				    NULL },
+		  2048 * SZ_1M, "zvmm: prezero of ");
+	cr_assert(strstr(r.out, "the rest stay dirty"), "%s", r.out);
+}
+
+Test(demand, sigterm_with_outstanding_faults, .init = setup_kvm)
 {
 	need_pool(SZ_2M, 512);
 	poison(1024 * SZ_1M);
@@ -419,26 +524,16 @@ Test(demand, sigterm_with_outstanding_faults)
 	 * rep_stosb: the sanitizer builds intercept memset, which would
 	 * make on_exit = scrub of the pool slow there.
 	 */
-	interrupt(SIGTERM, "demand", "1G", "stride=4K", "rep_stosb",
-		  "ZVMM-TOUCH-START");
+	interrupt_run(SIGTERM, "demand", "1G", "stride=4K", "rep_stosb",
+		      "ZVMM-TOUCH-START");
 }
 
-Test(demand, sigint_while_the_guest_runs)
+Test(demand, sigint_while_the_guest_runs, .init = setup_kvm)
 {
 	need_pool(SZ_2M, 512);
 	poison(1024 * SZ_1M);
-	interrupt(SIGINT, "hybrid", "1G", "stride=4K", "rep_stosb",
-		  "ZVMM-TOUCH-START");
-}
-
-static void nothing(void)
-{
-}
-
-/* A valid record, but someone wrote the pool since zvmm's clean exit. */
-Test(demand, pool_written_after_a_clean_exit_means_dirty)
-{
-	spoiled_record(nothing);
+	interrupt_run(SIGINT, "hybrid", "1G", "stride=4K", "rep_stosb",
+		      "ZVMM-TOUCH-START");
 }
 
 /*
@@ -447,7 +542,7 @@ Test(demand, pool_written_after_a_clean_exit_means_dirty)
  * poisoned pool takes fewer faults than it has pages, and still reads
  * nothing but zeros.
  */
-Test(demand, hybrid_maps_ahead_of_the_guest)
+Test(demand, hybrid_maps_ahead_of_the_guest, .init = setup_kvm)
 {
 	uint64_t bytes = SZ_1G, nr = bytes / SZ_2M;
 

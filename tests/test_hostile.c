@@ -26,6 +26,8 @@ static struct zero_hugetlb_resv resv = ZERO_HUGETLB_RESV_INIT;
 static char mnt[64], pool[96], state[64], serial[96], elf[4096];
 static bool mounted;
 
+static void teardown(void);
+
 static void setup(void)
 {
 	const char *bin = test_zvmm_bin(), *slash = strrchr(bin, '/');
@@ -40,6 +42,14 @@ static void setup(void)
 	/* The hostile guest is built next to the zvmm under test. */
 	snprintf(elf, sizeof(elf), "%.*sguest/hostile.elf",
 		 slash ? (int)(slash - bin + 1) : 0, bin);
+	test_on_skip(teardown);
+}
+
+/* The tests that boot a guest say so before anything is made. */
+static void setup_kvm(void)
+{
+	test_need_kvm();
+	setup();
 }
 
 static void teardown(void)
@@ -51,10 +61,9 @@ static void teardown(void)
 
 TestSuite(hostile, .init = setup, .fini = teardown, .timeout = 120);
 
-/* /dev/kvm, the hostile guest, and @count free 2 MiB pages. */
+/* The hostile guest and @count free 2 MiB pages. */
 static void need(long count)
 {
-	test_need_kvm();
 	cr_assert_eq(access(elf, R_OK), 0,
 		     "%s is missing: build it with make (guest/hostile.c)",
 		     elf);
@@ -104,7 +113,7 @@ static void bounded_memory(void)
 		     (unsigned long long)rss, (unsigned long long)base);
 }
 
-Test(hostile, every_port_every_width)
+Test(hostile, every_port_every_width, .init = setup_kvm)
 {
 	need(128);
 	hostile("mode=ports", NULL);
@@ -116,7 +125,7 @@ Test(hostile, every_port_every_width)
 	bounded_memory();
 }
 
-Test(hostile, endless_line_without_newline)
+Test(hostile, endless_line_without_newline, .init = setup_kvm)
 {
 	need(128);
 	hostile("mode=line len=64K", NULL);
@@ -127,7 +136,7 @@ Test(hostile, endless_line_without_newline)
 	bounded_memory();
 }
 
-Test(hostile, serial_flood)
+Test(hostile, serial_flood, .init = setup_kvm)
 {
 	need(128);
 	hostile("mode=flood len=64K", NULL);
@@ -136,7 +145,7 @@ Test(hostile, serial_flood)
 	bounded_memory();
 }
 
-Test(hostile, report_too_long_is_refused)
+Test(hostile, report_too_long_is_refused, .init = setup_kvm)
 {
 	need(128);
 	hostile("mode=report-long len=16K", NULL);
@@ -146,7 +155,7 @@ Test(hostile, report_too_long_is_refused)
 	bounded_memory();
 }
 
-Test(hostile, report_not_json_is_refused)
+Test(hostile, report_not_json_is_refused, .init = setup_kvm)
 {
 	need(128);
 	hostile("mode=report-junk", NULL);
@@ -155,7 +164,7 @@ Test(hostile, report_not_json_is_refused)
 	cr_assert(strstr(r.out, "not a JSON object"), "%s", r.out);
 }
 
-Test(hostile, repeated_report_keeps_the_first)
+Test(hostile, repeated_report_keeps_the_first, .init = setup_kvm)
 {
 	need(128);
 	hostile("mode=report-repeat", NULL);
@@ -165,7 +174,7 @@ Test(hostile, repeated_report_keeps_the_first)
 	cr_assert(strstr(r.out, "another report"), "%s", r.out);
 }
 
-Test(hostile, loads_and_stores_outside_ram)
+Test(hostile, loads_and_stores_outside_ram, .init = setup_kvm)
 {
 	need(128);
 	hostile("mode=mmio", NULL);
@@ -174,7 +183,7 @@ Test(hostile, loads_and_stores_outside_ram)
 	cr_assert_geq(field("io", "mmio"), 6 * 8, "%s", r.out);
 }
 
-Test(hostile, spin_ends_at_timeout)
+Test(hostile, spin_ends_at_timeout, .init = setup_kvm)
 {
 	struct timespec a, b;
 	double s;
@@ -211,7 +220,7 @@ Test(hostile, bad_timeout_is_a_usage_error)
  * vCPU 0 triple-faults: the run ends as a crash, writes no record, and
  * the next guest on the same pool still sees only zeros.
  */
-Test(hostile, triple_fault_with_demand_faults_outstanding)
+Test(hostile, triple_fault_with_demand_faults_outstanding, .init = setup_kvm)
 {
 	uint64_t bytes = 256 * SZ_1M;
 

@@ -43,6 +43,13 @@ static void setup(void)
 	test_on_skip(teardown);
 }
 
+/* Every test boots a guest: it says so before anything is made. */
+static void setup_kvm(void)
+{
+	test_need_kvm();
+	setup();
+}
+
 static void teardown(void)
 {
 	if (tenant_a > 0) {
@@ -58,7 +65,6 @@ TestSuite(tenants, .init = setup, .fini = teardown, .timeout = 240);
 static void need_pool(uint64_t page, long count)
 {
 	test_need_root("hugetlbfs mount, userfaultfd");
-	test_need_kvm();
 	test_reserve_or_skip(page, count, &resv);
 	test_mount_pool(mnt, page, &mounted);
 }
@@ -115,7 +121,8 @@ ParameterizedTestParameters(tenants, second_reads_only_zeros)
  * exits; tenant B, same policy and on_exit, reads where A's marks were
  * before it touches anything: it must find zeros only.
  */
-ParameterizedTest(struct tenant_case *c, tenants, second_reads_only_zeros)
+ParameterizedTest(struct tenant_case *c, tenants, second_reads_only_zeros,
+		  .init = setup_kvm)
 {
 	uint64_t page = c->one_gib ? SZ_1G : SZ_2M;
 	const char *mem = c->one_gib ? "2G" : "256M";
@@ -158,7 +165,8 @@ ParameterizedTestParameters(tenants, hybrid_keeps_marks_over_holes)
  * then reads them all back: the pages the kernel gave it for the holes
  * are its own, and no worker may clear them under it.
  */
-ParameterizedTest(struct holes_case *c, tenants, hybrid_keeps_marks_over_holes)
+ParameterizedTest(struct holes_case *c, tenants, hybrid_keeps_marks_over_holes,
+		  .init = setup_kvm)
 {
 	const char *vcpus = c->vcpus == 2 ? "2" : "1";
 	struct stat st;
@@ -184,7 +192,7 @@ ParameterizedTest(struct holes_case *c, tenants, hybrid_keeps_marks_over_holes)
  * reads a lot before it exits), tenant B on the same pool is refused at
  * once with exit 3, naming A's pid; A then ends as it would alone.
  */
-Test(tenants, busy_pool_is_refused)
+Test(tenants, busy_pool_is_refused, .init = setup_kvm)
 {
 	struct test_run a = { 0 };
 	struct test_proc pa;
@@ -201,6 +209,7 @@ Test(tenants, busy_pool_is_refused)
 					  "--json", "-", "--quiet", NULL },
 			false, &pa),
 		0);
+	tenant_a = pa.pid;
 	cr_assert(test_wait_output(&pa, &a, "ZVMM-TOUCH-START", 60000),
 		  "tenant A never started: %s", a.out);
 	launch("1G", "2M", "hybrid", "keep", "1", "verify=1");

@@ -16,7 +16,10 @@
  * Every launch is checked from the guest's side (the touch guest's
  * sampled lines over a pool that another tenant filled) and from outside
  * (the pool file read after a scrubbing exit); the same launches as root
- * run after the user's.
+ * run after the user's. Only the tests that boot a guest need /dev/kvm:
+ * the library (a thread touching the memory as a vCPU would), its
+ * userfaultfd and its refusals, the pool checks (through `zvmm prezero`)
+ * and the other verbs run without it.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -89,30 +92,44 @@ static void write_file(const char *path, const char *s)
 	}
 }
 
+static void teardown(void);
+
+/*
+ * What every test needs, checked before anything is made: root (the
+ * devices and the mount), setpriv(1), a kernel with /dev/userfaultfd and
+ * vm.unprivileged_userfaultfd at 0 (else any user may handle faults and
+ * the refusals below cannot happen). /dev/kvm only for the tests that
+ * boot a guest (setup_kvm()).
+ */
 static void setup(void)
 {
 	struct stat st;
+	ssize_t n = -1;
 	int fd;
 
-	if (geteuid())
-		cr_skip_test("needs root to make a user's devices and mount");
+	test_need_root("makes a user's devices and hugetlbfs mount");
 	if (access("/usr/bin/setpriv", X_OK))
-		cr_skip_test("no /usr/bin/setpriv (util-linux)");
-	test_need_kvm();
+		test_skip(TEST_NEED_TOOL, "no /usr/bin/setpriv (util-linux)");
 	if (stat("/dev/userfaultfd", &st) || !S_ISCHR(st.st_mode))
-		cr_skip_test(
-			"this kernel has no /dev/userfaultfd (Linux 6.1+)");
+		test_skip(TEST_NEED_KERNEL,
+			  "this kernel has no /dev/userfaultfd (Linux 6.1+)");
 	fd = open(SYSCTL, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || read(fd, sysctl_saved, sizeof(sysctl_saved) - 1) <= 0)
-		cr_skip_test("cannot read " SYSCTL);
-	close(fd);
+	if (fd >= 0) {
+		n = read(fd, sysctl_saved, sizeof(sysctl_saved) - 1);
+		close(fd);
+	}
+	if (n <= 0)
+		test_skip(TEST_NEED_KERNEL, "cannot read " SYSCTL);
 	if (sysctl_saved[0] != '0')
-		cr_skip_test(SYSCTL " is not 0: every user may handle faults");
+		test_skip(TEST_NEED_KERNEL,
+			  SYSCTL " is not 0: every user may handle faults");
+	test_on_skip(teardown);
 	test_reserve_or_skip(SZ_2M, PAGES, &resv);
 	cr_assert_eq(mkdir(MNT, 0700), 0, "%s", strerror(errno));
 	if (mount("none", MNT, "hugetlbfs", 0,
 		  "pagesize=2M,uid=65534,gid=65534,mode=0700"))
-		cr_skip_test("cannot mount hugetlbfs: %s", strerror(errno));
+		test_skip(TEST_NEED_HUGETLBFS, "cannot mount hugetlbfs: %s",
+			  strerror(errno));
 	mounted = true;
 	test_mount_pool(RMNT, SZ_2M, &rmounted);
 	cr_assert_eq(mkdir(HOME_DIR, 0700), 0);
@@ -121,6 +138,13 @@ static void setup(void)
 	cr_assert_eq(mkdir(ROOTDIR, 0755), 0);
 	cr_assert_eq(test_copy_file(test_zvmm_bin(), BIN, 0755), 0, "%s",
 		     strerror(errno));
+}
+
+/* The tests that boot a guest say so before anything is made. */
+static void setup_kvm(void)
+{
+	test_need_kvm();
+	setup();
 }
 
 static void teardown(void)
@@ -158,20 +182,22 @@ static int make_node(const char *path, dev_t rdev, mode_t mode, gid_t gid)
 
 /*
  * In a fresh mount namespace of this (single-threaded) child: /dev/kvm
- * of group KVM_GID and /dev/userfaultfd as @dev says, the host's nodes
- * untouched. Exits 125 when it cannot.
+ * of group KVM_GID where the host has one, and /dev/userfaultfd as @dev
+ * says, the host's nodes untouched. Exits 125 when it cannot.
  */
 static void private_devices(enum uffd_dev dev)
 {
 	struct stat kvm;
+	bool has_kvm = !stat("/dev/kvm", &kvm);
 
-	if (stat("/dev/kvm", &kvm) || unshare(CLONE_NEWNS) ||
+	if (unshare(CLONE_NEWNS) ||
 	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
 		_exit(125);
 	if (dev == DEV_ABSENT) {
 		/* A /dev without userfaultfd: the nodes zvmm may open. */
 		if (mount("tmpfs", "/dev", "tmpfs", 0, "mode=0755") ||
-		    make_node("/dev/kvm", kvm.st_rdev, 0660, KVM_GID) ||
+		    (has_kvm &&
+		     make_node("/dev/kvm", kvm.st_rdev, 0660, KVM_GID)) ||
 		    make_node("/dev/null", makedev(1, 3), 0666, 0) ||
 		    make_node("/dev/zero", makedev(1, 5), 0666, 0) ||
 		    make_node("/dev/urandom", makedev(1, 9), 0666, 0))
@@ -179,10 +205,10 @@ static void private_devices(enum uffd_dev dev)
 		return;
 	}
 	if (mount("tmpfs", DEV, "tmpfs", 0, "mode=0755") ||
-	    make_node(DEV "/kvm", kvm.st_rdev, 0660, KVM_GID) ||
+	    (has_kvm && (make_node(DEV "/kvm", kvm.st_rdev, 0660, KVM_GID) ||
+			 mount(DEV "/kvm", "/dev/kvm", NULL, MS_BIND, NULL))) ||
 	    make_node(DEV "/userfaultfd", makedev(10, 257),
 		      dev == DEV_DENIED ? 0600 : 0660, UFFD_GID) ||
-	    mount(DEV "/kvm", "/dev/kvm", NULL, MS_BIND, NULL) ||
 	    mount(DEV "/userfaultfd", "/dev/userfaultfd", NULL, MS_BIND, NULL))
 		_exit(125);
 }
@@ -286,7 +312,7 @@ static void tenants(const struct who *w, const char *pool)
 	}
 }
 
-Test(user, every_policy_tenant_after_tenant)
+Test(user, every_policy_tenant_after_tenant, .init = setup_kvm)
 {
 	tenants(&user, MNT "/pool");
 	/* Whose files: the user's, where the user keeps them. */
@@ -294,16 +320,6 @@ Test(user, every_policy_tenant_after_tenant)
 		     "no state directory in the user's home");
 	/* And the same launches as root still pass. */
 	tenants(&root, RMNT "/pool");
-}
-
-Test(user, userfaultfd_comes_from_the_device)
-{
-	launch(&user, (const char *[]){ "run", "--mem", MEM, "--verbose",
-					"--set", "zeroing.mode=demand", NULL });
-	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
-	cr_assert(strstr(r.out, "userfaultfd from /dev/userfaultfd"), "%s",
-		  r.out);
-	cr_assert(strstr(r.out, ", 0 non-zero"), "%s", r.out);
 }
 
 static long free_2m(void)
@@ -314,18 +330,216 @@ static long free_2m(void)
 	return nfree;
 }
 
-/* Refused, with every way out named; nothing created, nothing held. */
-static void refused(const struct who *w, const char *offers)
+/* ------------------------------------------------------- the library */
+
+struct toucher {
+	volatile uint64_t *mem;
+	uint64_t bytes, foreign;
+	uint64_t mark;
+};
+
+/* A vCPU: reads every word, then leaves a mark at an unsampled offset. */
+static void *touch(void *arg)
+{
+	struct toucher *t = arg;
+
+	for (uint64_t i = 0; i < t->bytes / 8; i++)
+		t->foreign += t->mem[i] != 0;
+	for (uint64_t p = 0; p < t->bytes / SZ_2M; p++)
+		t->mem[(p * SZ_2M + 4096 * (p % 511) + 2056) / 8] = t->mark;
+	return NULL;
+}
+
+static void lib_log(void *arg, enum zvmm_log_level level, const char *msg)
+{
+	(void)arg;
+	(void)level;
+	fprintf(stderr, "libzvmm: %s\n", msg);
+}
+
+/* An API call that failed, said for the test to read; its -errno. */
+static long lib_failed(const char *call, int ret)
+{
+	fprintf(stderr, "%s: %s\n", call, strerror(-ret));
+	return ret;
+}
+
+/*
+ * One tenant through the API, on @pool (NULL: an anonymous memfd): the
+ * words it read that were not zero, or the -errno of the call that
+ * failed.
+ */
+static long lib_tenant(const char *pool, const char *mode, uint64_t mark)
+{
+	struct zvmm_mem mem = ZVMM_MEM_INIT(MEM_BYTES, ZVMM_PAGE_2M);
+	struct toucher t = { .mark = mark };
+	struct zvmm_policy *pol;
+	struct zvmm_guest *g;
+	pthread_t th;
+	void *addr;
+	int ret;
+
+	mem.pool_path = pool;
+	ret = zvmm_policy_new(&pol);
+	if (ret)
+		return lib_failed("zvmm_policy_new", ret);
+	ret = zvmm_policy_set(pol, "zeroing.mode", mode);
+	if (!ret)
+		ret = zvmm_policy_set(pol, "pool.on_exit", "keep");
+	if (!ret)
+		ret = zvmm_guest_open(&mem, pol, &g);
+	zvmm_policy_free(pol);
+	if (ret)
+		return lib_failed("zvmm_guest_open", ret);
+	ret = zvmm_guest_prepare(g, 0);
+	if (!ret)
+		ret = zvmm_guest_serve_thread(g, NULL, NULL);
+	if (ret) {
+		zvmm_guest_close(g);
+		return lib_failed("zvmm_guest_prepare", ret);
+	}
+	zvmm_guest_memory(g, &addr, &t.bytes);
+	t.mem = addr;
+	zvmm_guest_start(g);
+	pthread_create(&th, NULL, touch, &t);
+	pthread_join(th, NULL);
+	ret = zvmm_guest_stop(g);
+	if (!ret)
+		ret = zvmm_guest_exit(g);
+	zvmm_guest_close(g);
+	return ret ? lib_failed("zvmm_guest_stop or _exit", ret) :
+		     (long)t.foreign;
+}
+
+/* Tenants on one pool, one per mode, one after another. */
+struct lib_job {
+	const char *pool;
+	const char *modes[4];
+};
+
+/*
+ * libzvmm in a process that made its devices as @w says and dropped to
+ * the user itself (setresuid(2)), with the environment of a login: the
+ * tenants of @job, each reading every word after the one before marked
+ * its pages. Exit 0, or 1 with the reason on stderr, where the library's
+ * log goes too, debug included.
+ */
+static void lib_child(const struct who *w, const struct lib_job *job)
+{
+	const gid_t groups[] = { KVM_GID, UFFD_GID };
+	long foreign;
+
+	private_devices(w->dev);
+	if (setgroups(w->dev == DEV_GROUP ? 2 : 1, groups) ||
+	    setresgid(GID, GID, GID) || setresuid(UID, UID, UID) || !geteuid())
+		_exit(125);
+	clearenv();
+	setenv("HOME", HOME_DIR, 1);
+	zvmm_set_log(lib_log, NULL, ZVMM_LOG_DEBUG);
+	for (unsigned int i = 0; i < 4 && job->modes[i]; i++) {
+		foreign = lib_tenant(job->pool, job->modes[i],
+				     0x5a5a0000ull + i + 1);
+		if (foreign < 0)
+			_exit(1);
+		if (foreign) {
+			fprintf(stderr,
+				"tenant %u (%s) read %ld words not zero\n", i,
+				job->modes[i], foreign);
+			_exit(1);
+		}
+	}
+	_exit(0);
+}
+
+/* lib_child() for @w and @job; its status and output in r. */
+static void lib_launch(const struct who *w, const struct lib_job *job)
+{
+	struct test_proc p = { .copy = "" };
+	int pfd[2];
+
+	r.out_len = 0;
+	r.out[0] = '\0';
+	cr_assert_eq(pipe2(pfd, O_CLOEXEC), 0);
+	p.pid = fork();
+	cr_assert_geq(p.pid, 0);
+	if (!p.pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(pfd[1], 1);
+		dup2(pfd[1], 2);
+		lib_child(w, job);
+	}
+	close(pfd[1]);
+	p.fd = pfd[0];
+	cr_assert_eq(test_finish_zvmm(&p, &r), 0);
+	cr_assert_neq(r.status, 125,
+		      "the test could not make its devices or become the user");
+}
+
+Test(user, the_library_as_a_user)
+{
+	static const struct lib_job job = {
+		MNT "/lib", { "demand", "hybrid", "prezero", "demand" }
+	};
+
+	/* Someone's data before the first tenant: the pool is the user's. */
+	test_poison_file(MNT "/lib", MEM_BYTES);
+	cr_assert_eq(chown(MNT "/lib", UID, GID), 0);
+	lib_launch(&user, &job);
+	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
+	/* The tenants' marks stayed theirs; the file is the user's. */
+	cr_assert_eq(test_file_find_not_zero(MNT "/lib", MEM_BYTES) >= 0, true,
+		     "the last tenant's marks are gone");
+}
+
+/* --------------------------------------------- where userfaultfd comes from */
+
+Test(user, userfaultfd_comes_from_the_device, .init = setup_kvm)
+{
+	launch(&user, (const char *[]){ "run", "--mem", MEM, "--verbose",
+					"--set", "zeroing.mode=demand", NULL });
+	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
+	cr_assert(strstr(r.out, "userfaultfd from /dev/userfaultfd"), "%s",
+		  r.out);
+	cr_assert(strstr(r.out, ", 0 non-zero"), "%s", r.out);
+}
+
+Test(user, the_library_takes_userfaultfd_from_the_device)
+{
+	lib_launch(&user, &(struct lib_job){ NULL, { "demand" } });
+	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
+	cr_assert(strstr(r.out, "userfaultfd from /dev/userfaultfd"), "%s",
+		  r.out);
+}
+
+/*
+ * Refused, with every way out named (zeroing/uffd.c), by `zvmm run` or
+ * by the library; nothing created, nothing held.
+ */
+static void refused(const struct who *w, const char *offers, bool library)
 {
 	long before = free_2m();
+	char set[32];
 
 	for (unsigned int i = 0; i < 2; i++) {
-		launch(w, (const char *[]){ "run", "--mem", MEM, "--pool",
-					    MNT "/new", "--set",
-					    i ? "zeroing.mode=hybrid" :
-						"zeroing.mode=demand",
-					    NULL });
-		cr_assert_eq(r.status, 3, "status %d: %s", r.status, r.out);
+		const char *mode = i ? "hybrid" : "demand";
+
+		if (library) {
+			lib_launch(w,
+				   &(struct lib_job){ MNT "/new", { mode } });
+			cr_assert_eq(r.status, 1, "status %d: %s", r.status,
+				     r.out);
+			cr_assert(
+				strstr(r.out,
+				       "zvmm_guest_prepare: Operation not permitted"),
+				"%s", r.out);
+		} else {
+			snprintf(set, sizeof(set), "zeroing.mode=%s", mode);
+			launch(w, (const char *[]){ "run", "--mem", MEM,
+						    "--pool", MNT "/new",
+						    "--set", set, NULL });
+			cr_assert_eq(r.status, 3, "status %d: %s", r.status,
+				     r.out);
+		}
 		cr_assert(strstr(r.out, "/dev/userfaultfd: "), "%s", r.out);
 		cr_assert(strstr(r.out,
 				 "userfaultfd(2): Operation not permitted"),
@@ -340,32 +554,54 @@ static void refused(const struct who *w, const char *offers)
 	}
 }
 
-Test(user, refused_without_access_to_the_device)
+static void refused_without_access(bool library)
 {
 	static const struct who denied = { true, DEV_DENIED };
-
 	static const struct who outside = { true, DEV_NOT_MEMBER };
 
 	refused(&denied,
-		"which this system has for root alone (group 64990, mode 0600)");
+		"which this system has for root alone (group 64990, mode 0600)",
+		library);
 	cr_assert(strstr(r.out, "/dev/userfaultfd: Permission denied"), "%s",
 		  r.out);
 	refused(&outside,
-		"which this system offers to group 64990 (mode 0660): add this user to group 64990");
+		"which this system offers to group 64990 (mode 0660): add this user to group 64990",
+		library);
 }
 
-Test(user, refused_where_the_kernel_has_no_device)
+Test(user, refused_without_access_to_the_device, .init = setup_kvm)
+{
+	refused_without_access(false);
+}
+
+Test(user, the_library_is_refused_without_access_to_the_device)
+{
+	refused_without_access(true);
+}
+
+static void refused_without_device(bool library)
 {
 	static const struct who absent = { true, DEV_ABSENT };
 
 	refused(&absent,
-		"the one way this system offers: it has no /dev/userfaultfd");
+		"the one way this system offers: it has no /dev/userfaultfd",
+		library);
 	cr_assert(strstr(r.out, "/dev/userfaultfd: No such file or directory"),
 		  "%s", r.out);
 }
 
+Test(user, refused_where_the_kernel_has_no_device, .init = setup_kvm)
+{
+	refused_without_device(false);
+}
+
+Test(user, the_library_is_refused_where_the_kernel_has_no_device)
+{
+	refused_without_device(true);
+}
+
 /* Without the device, the sysctl is the other way, and it is taken. */
-Test(user, the_sysctl_is_the_other_way)
+Test(user, the_sysctl_is_the_other_way, .init = setup_kvm)
 {
 	static const struct who absent = { true, DEV_ABSENT };
 
@@ -379,6 +615,20 @@ Test(user, the_sysctl_is_the_other_way)
 		  r.out);
 	cr_assert(strstr(r.out, ", 0 non-zero"), "%s", r.out);
 }
+
+Test(user, the_library_takes_the_sysctl_way)
+{
+	static const struct who absent = { true, DEV_ABSENT };
+
+	write_file(SYSCTL, "1");
+	lib_launch(&absent, &(struct lib_job){ MNT "/pool", { "hybrid" } });
+	write_file(SYSCTL, sysctl_saved);
+	cr_assert_eq(r.status, 0, "status %d: %s", r.status, r.out);
+	cr_assert(strstr(r.out, "userfaultfd from userfaultfd(2)"), "%s",
+		  r.out);
+}
+
+/* -------------------------------------------------- pools and other verbs */
 
 /*
  * A process holding the pool open until killed: the user's (a program it
@@ -419,27 +669,31 @@ static pid_t hold(const char *pool, bool as_root)
 	return pid;
 }
 
+/* `zvmm prezero` of @pool: the pool checks of every launch, no guest. */
+static void prezero_pool(const struct who *w, const char *pool)
+{
+	launch(w, (const char *[]){ "prezero", "--mem", MEM, "--pool", pool,
+				    "--quiet", NULL });
+}
+
 Test(user, a_busy_pool_is_refused)
 {
 	char pid[32];
 
-	run_pool(&user, MNT "/pool", "prezero", "keep");
-	guest_saw_zeros("first launch");
+	prezero_pool(&user, MNT "/pool");
+	cr_assert_eq(r.status, 0, "first launch: status %d: %s", r.status,
+		     r.out);
 	/* Held by another process of the same user: named. */
 	holder = hold(MNT "/pool", false);
-	for (unsigned int i = 0; i < 3; i++) {
-		run_pool(&user, MNT "/pool",
-			 (const char *[]){ "prezero", "demand", "hybrid" }[i],
-			 "keep");
-		snprintf(pid, sizeof(pid), "is open by pid %d", (int)holder);
-		cr_assert_eq(r.status, 3, "status %d: %s", r.status, r.out);
-		cr_assert(strstr(r.out, pid), "%s", r.out);
-	}
+	prezero_pool(&user, MNT "/pool");
+	snprintf(pid, sizeof(pid), "is open by pid %d", (int)holder);
+	cr_assert_eq(r.status, 3, "status %d: %s", r.status, r.out);
+	cr_assert(strstr(r.out, pid), "%s", r.out);
 	kill(holder, SIGKILL);
 	waitpid(holder, NULL, 0);
 	/* Held by root, whose /proc this user cannot read: still refused. */
 	holder = hold(MNT "/pool", true);
-	run_pool(&user, MNT "/pool", "hybrid", "keep");
+	prezero_pool(&user, MNT "/pool");
 	cr_assert_eq(r.status, 3, "status %d: %s", r.status, r.out);
 	cr_assert(strstr(r.out, "is open by another process"), "%s", r.out);
 	kill(holder, SIGKILL);
@@ -447,16 +701,22 @@ Test(user, a_busy_pool_is_refused)
 	holder = -1;
 	/* Free again: the pool was left as it was, and is the user's. */
 	test_poison_file(MNT "/pool", MEM_BYTES);
-	run_pool(&user, MNT "/pool", "hybrid", "keep");
-	guest_saw_zeros("after the holders left");
+	prezero_pool(&user, MNT "/pool");
+	cr_assert_eq(r.status, 0, "after the holders left: status %d: %s",
+		     r.status, r.out);
+	cr_assert_eq(test_file_find_not_zero(MNT "/pool", MEM_BYTES), -1,
+		     "the pool is not zero after the holders left");
 }
 
-Test(user, what_needs_root_says_so_and_changes_nothing)
+/*
+ * --reserve beyond what is free: root's, and the pool is as it was.
+ * `zvmm run` reserves only once it found /dev/kvm.
+ */
+Test(user, reserving_hugepages_needs_root, .init = setup_kvm)
 {
 	long nr = test_nr_hugepages(SZ_2M), before = free_2m();
 	char big[32];
 
-	/* --reserve beyond what is free: root's, and the pool is as it was. */
 	snprintf(big, sizeof(big), "%ldM", (before + 8) * 2);
 	launch(&user, (const char *[]){ "run", "--mem", big, "--reserve",
 					"--pool", MNT "/big", NULL });
@@ -468,6 +728,12 @@ Test(user, what_needs_root_says_so_and_changes_nothing)
 	cr_assert_not(strstr(r.out, "could not restore"), "%s", r.out);
 	cr_assert_eq(test_nr_hugepages(SZ_2M), nr);
 	cr_assert_neq(access(MNT "/big", F_OK), 0);
+	cr_assert_eq(free_2m(), before, "hugepages held after the refusal");
+}
+
+Test(user, what_needs_root_says_so_and_changes_nothing)
+{
+	long before = free_2m();
 
 	/* A profile in root's directory: refused before measuring. */
 	launch(&user, (const char *[]){ "calibrate", "--quiet", "--out",
@@ -478,8 +744,7 @@ Test(user, what_needs_root_says_so_and_changes_nothing)
 
 	/* A pool root made in the user's mount: not the user's to trust. */
 	test_poison_file(MNT "/roots", MEM_BYTES);
-	launch(&user, (const char *[]){ "run", "--mem", MEM, "--pool",
-					MNT "/roots", NULL });
+	prezero_pool(&user, MNT "/roots");
 	cr_assert_eq(r.status, 3, "status %d: %s", r.status, r.out);
 	cr_assert(strstr(r.out, "not by this user"), "%s", r.out);
 	cr_assert_eq(test_file_find_not_zero(MNT "/roots", MEM_BYTES), 0,
@@ -487,8 +752,7 @@ Test(user, what_needs_root_says_so_and_changes_nothing)
 	unlink(MNT "/roots");
 
 	/* Root's mount: the user cannot reach it and is told so. */
-	launch(&user, (const char *[]){ "run", "--mem", MEM, "--pool",
-					RMNT "/pool", NULL });
+	prezero_pool(&user, RMNT "/pool");
 	cr_assert_eq(r.status, 3, "status %d: %s", r.status, r.out);
 	cr_assert(strstr(r.out, "Permission denied"), "%s", r.out);
 	cr_assert_neq(access(RMNT "/pool", F_OK), 0);
@@ -500,8 +764,7 @@ Test(user, every_other_verb_runs_as_a_user)
 {
 	test_poison_file(MNT "/pre", MEM_BYTES);
 	cr_assert_eq(chown(MNT "/pre", UID, GID), 0);
-	launch(&user, (const char *[]){ "prezero", "--mem", MEM, "--pool",
-					MNT "/pre", "--quiet", NULL });
+	prezero_pool(&user, MNT "/pre");
 	cr_assert_eq(r.status, 0, "prezero: status %d: %s", r.status, r.out);
 	cr_assert_eq(test_file_find_not_zero(MNT "/pre", MEM_BYTES), -1,
 		     "prezero as a user left bytes");
@@ -514,122 +777,4 @@ Test(user, every_other_verb_runs_as_a_user)
 					"zeroing.mode=demand", NULL });
 	cr_assert_eq(r.status, 0, "policy: status %d: %s", r.status, r.out);
 	cr_assert(strstr(r.out, "demand"), "%s", r.out);
-}
-
-/* ------------------------------------------------------- the library */
-
-struct toucher {
-	volatile uint64_t *mem;
-	uint64_t bytes, foreign;
-	uint64_t mark;
-};
-
-/* A vCPU: reads every word, then leaves a mark at an unsampled offset. */
-static void *touch(void *arg)
-{
-	struct toucher *t = arg;
-
-	for (uint64_t i = 0; i < t->bytes / 8; i++)
-		t->foreign += t->mem[i] != 0;
-	for (uint64_t p = 0; p < t->bytes / SZ_2M; p++)
-		t->mem[(p * SZ_2M + 4096 * (p % 511) + 2056) / 8] = t->mark;
-	return NULL;
-}
-
-static void lib_log(void *arg, enum zvmm_log_level level, const char *msg)
-{
-	(void)arg;
-	(void)level;
-	fprintf(stderr, "libzvmm: %s\n", msg);
-}
-
-/* One tenant through the API; the words it read that were not zero. */
-static long lib_tenant(const char *mode, uint64_t mark)
-{
-	struct zvmm_mem mem = ZVMM_MEM_INIT(MEM_BYTES, ZVMM_PAGE_2M);
-	struct toucher t = { .mark = mark };
-	struct zvmm_policy *pol;
-	struct zvmm_guest *g;
-	pthread_t th;
-	void *addr;
-
-	mem.pool_path = MNT "/lib";
-	if (zvmm_policy_new(&pol) ||
-	    zvmm_policy_set(pol, "zeroing.mode", mode) ||
-	    zvmm_policy_set(pol, "pool.on_exit", "keep"))
-		return -1;
-	if (zvmm_guest_open(&mem, pol, &g)) {
-		zvmm_policy_free(pol);
-		return -1;
-	}
-	zvmm_policy_free(pol);
-	if (zvmm_guest_prepare(g, 0) ||
-	    (zvmm_guest_fd(g) >= 0 && zvmm_guest_serve_thread(g, NULL, NULL)))
-		return -1;
-	zvmm_guest_memory(g, &addr, &t.bytes);
-	t.mem = addr;
-	zvmm_guest_start(g);
-	pthread_create(&th, NULL, touch, &t);
-	pthread_join(th, NULL);
-	if (zvmm_guest_stop(g) || zvmm_guest_exit(g))
-		return -1;
-	zvmm_guest_close(g);
-	return (long)t.foreign;
-}
-
-/*
- * libzvmm in a process that dropped to the user itself: three tenants,
- * every policy, each reading every word after the one before marked
- * its pages. Exit 0, or 1 with the reason on stderr.
- */
-static void lib_as_user(void)
-{
-	static const char *const modes[] = { "demand", "hybrid", "prezero",
-					     "demand" };
-	const gid_t groups[] = { UFFD_GID, KVM_GID };
-	long foreign;
-
-	private_devices(DEV_GROUP);
-	if (setgroups(2, groups) || setresgid(GID, GID, GID) ||
-	    setresuid(UID, UID, UID) || !geteuid())
-		_exit(125);
-	clearenv();
-	setenv("HOME", HOME_DIR, 1);
-	zvmm_set_log(lib_log, NULL, ZVMM_LOG_INFO);
-	for (unsigned int i = 0; i < 4; i++) {
-		foreign = lib_tenant(modes[i], 0x5a5a0000ull + i + 1);
-		if (foreign) {
-			fprintf(stderr, "tenant %u (%s): %ld\n", i, modes[i],
-				foreign);
-			_exit(1);
-		}
-	}
-	_exit(0);
-}
-
-Test(user, the_library_as_a_user)
-{
-	struct test_proc p = { .copy = "" };
-	int pfd[2];
-
-	/* Someone's data before the first tenant: the pool is the user's. */
-	test_poison_file(MNT "/lib", MEM_BYTES);
-	cr_assert_eq(chown(MNT "/lib", UID, GID), 0);
-	cr_assert_eq(pipe2(pfd, O_CLOEXEC), 0);
-	p.pid = fork();
-	cr_assert_geq(p.pid, 0);
-	if (!p.pid) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(pfd[1], 2);
-		lib_as_user();
-	}
-	close(pfd[1]);
-	p.fd = pfd[0];
-	r.out_len = 0;
-	cr_assert_eq(test_finish_zvmm(&p, &r), 0);
-	cr_assert_eq(r.status, 0, "status %d (-1: an API call failed): %s",
-		     r.status, r.out);
-	/* The tenants' marks stayed theirs; the file is the user's. */
-	cr_assert_eq(test_file_find_not_zero(MNT "/lib", MEM_BYTES) >= 0, true,
-		     "the last tenant's marks are gone");
 }
