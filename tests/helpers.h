@@ -13,8 +13,10 @@
 
 /*
  * Probes for what a test needs (root, hugepages, CPU features) live
- * here; a test that lacks something calls cr_skip_test() with the reason
- * these return, never passes silently.
+ * here; a test that lacks something skips through test_skip() or a
+ * test_need_*() below, naming the need and the reason, and never passes
+ * silently or calls cr_skip_test() itself (tests/report.py counts a skip
+ * that names no need as a failure).
  */
 
 #define POISON 0xa5
