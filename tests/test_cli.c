@@ -5,15 +5,18 @@
  * pools; a real run reports every backend, extent and kernel method.
  */
 #include <criterion/criterion.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../lib/size.h"
 #include "../zeroing/backend.h"
 #include "helpers.h"
+
+/* How long a test waits for zvmm to get somewhere: far past what it takes. */
+#define WAIT_S 60
 
 static long before_2m, before_1g;
 
@@ -116,26 +119,66 @@ Test(cli, no_permission_to_reserve, .init = snapshot)
 	if (zero_hugetlb_counts(SZ_2M, &nr, &nfree))
 		nfree = 0;
 	snprintf(size, sizeof(size), "%ldM", 2 * (nfree + 32));
-	cr_assert_eq(test_run_zvmm((const char *[]){ "bench", "--size", size,
-						     NULL },
-				   true, &r),
-		     0);
+	cr_assert_eq(
+		test_run_zvmm((const char *[]){ "bench", "--size", size, NULL },
+			      true, &r),
+		0);
 	cr_assert_eq(r.status, 3, "status %d: %s", r.status, r.out);
 	cr_assert(strstr(r.out, "only root may reserve them"), "%s", r.out);
 	cr_assert(strstr(r.out, "nr_hugepages"), "%s", r.out);
 	assert_pools_restored();
 }
 
+/* Whether @pid has a handler for @sig (SigCgt in /proc/PID/status). */
+static bool catches(pid_t pid, int sig)
+{
+	unsigned long long mask = 0;
+	char path[64], line[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "SigCgt: %llx", &mask) == 1)
+			break;
+	fclose(f);
+	return mask >> (sig - 1) & 1;
+}
+
+/*
+ * Waits until @p takes SIGINT and has raised the 2 MiB pool: past the
+ * reservation, inside the measurements. However long a busy machine
+ * takes to get there, up to WAIT_S; false if @p ended or WAIT_S passed
+ * first.
+ */
+static bool wait_pool_raised(struct test_proc *p)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		if (catches(p->pid, SIGINT) &&
+		    test_nr_hugepages(SZ_2M) > before_2m)
+			return true;
+		if (!test_proc_running(p))
+			return false;
+		usleep(1000);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (t.tv_sec - t0.tv_sec < WAIT_S);
+	return false;
+}
+
 Test(cli, sigint_restores_pools, .init = snapshot, .timeout = 120)
 {
 	struct test_proc p;
 	char json[64];
+	bool raised, left;
 
 	test_need_root("to reserve hugepages");
 	snprintf(json, sizeof(json), "/tmp/zvmm-test-bench.%d.json",
 		 (int)getpid());
-	/* Once the pool was raised: past the reservation, inside the
-	 * measurements. */
 	r.out_len = 0;
 	r.out[0] = '\0';
 	cr_assert_eq(test_spawn_zvmm((const char *[]){ "bench", "--size", "1G",
@@ -143,13 +186,16 @@ Test(cli, sigint_restores_pools, .init = snapshot, .timeout = 120)
 						       json, NULL },
 				     false, &p),
 		     0);
-	while (test_nr_hugepages(SZ_2M) <= before_2m && test_proc_running(&p))
-		sched_yield();
+	raised = wait_pool_raised(&p);
 	kill(p.pid, SIGINT);
 	cr_assert_eq(test_finish_zvmm(&p, &r), 0);
+	left = !access(json, F_OK);
+	unlink(json);
+	cr_assert(raised, "zvmm did not raise the 2 MiB pool: status %d: %s",
+		  r.status, r.out);
 	cr_assert_eq(r.status, 130, "status %d: %s", r.status, r.out);
 	cr_assert(strstr(r.out, "interrupted"), "%s", r.out);
-	cr_assert_neq(access(json, F_OK), 0, "half-written %s left", json);
+	cr_assert_not(left, "half-written %s left", json);
 	assert_pools_restored();
 }
 

@@ -44,19 +44,31 @@ static void teardown(void)
 		unlink(path[i]);
 }
 
-TestSuite(holders, .init = setup, .fini = teardown, .timeout = 30);
+/*
+ * A walk costs what the host runs (every process's fds and mappings):
+ * milliseconds, and more with other work on the machine. The bound is
+ * far past that.
+ */
+TestSuite(holders, .init = setup, .fini = teardown, .timeout = 120);
 
-/* A child named @name that holds file @i (by fd, or by a mapping only). */
-static pid_t holder(int i, bool map, const char *name, int ready)
+/*
+ * A child named @name that holds file @i (by fd, or by a mapping only)
+ * until it is killed, or the test ends: it dies with the test, whatever
+ * the time the test takes.
+ */
+static pid_t holder(int i, bool map, const char *name, int ready[2])
 {
-	pid_t pid = fork();
+	pid_t test = getpid(), pid = fork();
 
 	cr_assert_neq(pid, -1);
 	if (!pid) {
-		int fd = open(path[i], O_RDWR);
+		int fd;
 
+		close(ready[0]);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != test)
+			_exit(1);
+		fd = open(path[i], O_RDWR);
 		prctl(PR_SET_NAME, name);
-		alarm(30);
 		if (fd < 0)
 			_exit(1);
 		if (map) {
@@ -65,7 +77,8 @@ static pid_t holder(int i, bool map, const char *name, int ready)
 				_exit(1);
 			close(fd);
 		}
-		(void)!write(ready, "x", 1);
+		(void)!write(ready[1], "x", 1);
+		close(ready[1]);
 		pause();
 		_exit(0);
 	}
@@ -80,10 +93,13 @@ Test(holders, each_file_its_holder_in_one_walk)
 	pid_t a, b;
 
 	cr_assert_eq(pipe(ready), 0);
-	a = holder(1, false, "zvmm-fd-holder", ready[1]);
-	b = holder(3, true, "zvmm-map-holder", ready[1]);
-	cr_assert_eq(read(ready[0], &c, 1), 1);
-	cr_assert_eq(read(ready[0], &c, 1), 1);
+	a = holder(1, false, "zvmm-fd-holder", ready);
+	b = holder(3, true, "zvmm-map-holder", ready);
+	/* The write end is theirs alone now: one that fails is an end of file. */
+	close(ready[1]);
+	cr_assert_eq(read(ready[0], &c, 1), 1, "a holder could not start");
+	cr_assert_eq(read(ready[0], &c, 1), 1, "a holder could not start");
+	close(ready[0]);
 	cr_assert_eq(zero_files_holders(st, NR, pid, comm), 2);
 	kill(a, SIGKILL);
 	kill(b, SIGKILL);
