@@ -83,7 +83,8 @@ API_SRCS := $(wildcard api/*.c)
 PROTO_SRCS := service/proto.c
 ZVMMD_SRCS := service/zvmmd.c service/config.c
 BENCH_SRCS := $(wildcard bench/*.c)
-LIBZ_SRCS := $(LIB_SRCS) $(ARCH_SRCS) $(ZERO_SRCS) $(API_SRCS) $(PROTO_SRCS)
+LIBZ_SRCS := $(LIB_SRCS) $(ARCH_SRCS) $(ZERO_SRCS) $(API_SRCS) $(PROTO_SRCS) \
+	service/status.c
 CORE_SRCS := $(LIBZ_SRCS) $(BENCH_SRCS)
 MAIN_SRCS := $(wildcard vmm/*.c) vmm/guest_image.S
 TEST_SRCS := $(wildcard tests/test_*.c) tests/helpers.c service/config.c

@@ -11,11 +11,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
-
 #include "../lib/log.h"
-#include "../lib/size.h"
 #include "../service/proto.h"
+#include "../service/status.h"
 #include "cli.h"
 
 static const struct cli_verb pool_verb = {
@@ -81,91 +79,12 @@ static int fetch_status(const char *path, char *out, size_t len)
 	return 0;
 }
 
-static uint64_t num(json_object *o, const char *key)
-{
-	json_object *v;
-
-	return json_object_object_get_ex(o, key, &v) ?
-		       (uint64_t)json_object_get_int64(v) :
-		       0;
-}
-
-static const char *str(json_object *o, const char *key)
-{
-	json_object *v;
-
-	return json_object_object_get_ex(o, key, &v) ?
-		       json_object_get_string(v) :
-		       "?";
-}
-
-static void print_table(FILE *f, json_object *root)
-{
-	json_object *pools, *p, *list;
-	char a[6][24];
-
-	fprintf(f, "zvmmd %s, pid %llu\n", str(root, "version"),
-		(unsigned long long)num(root, "pid"));
-	if (!json_object_object_get_ex(root, "pools", &pools))
-		return;
-	fprintf(f, "%-6s %-5s %-8s %-10s %-10s %-10s %-12s %s\n", "pages",
-		"node", "chunk", "clean", "dirty", "leased", "quarantined",
-		"fill rate");
-	for (size_t i = 0; i < json_object_array_length(pools); i++) {
-		long long node;
-
-		p = json_object_array_get_idx(pools, i);
-		node = (long long)(int64_t)num(p, "node");
-		snprintf(a[5], sizeof(a[5]), "%lld", node);
-		fprintf(f, "%-6s %-5s %-8s %-10s %-10s %-10s %-12s %.1f GB/s\n",
-			size_label(num(p, "page_bytes"), a[0], sizeof(a[0])),
-			node < 0 ? "any" : a[5],
-			size_human(num(p, "chunk_bytes"), a[1], sizeof(a[1])),
-			size_human(num(p, "clean_bytes"), a[2], sizeof(a[2])),
-			size_human(num(p, "dirty_bytes"), a[3], sizeof(a[3])),
-			size_human(num(p, "leased_bytes"), a[4], sizeof(a[4])),
-			size_human(num(p, "quarantined_bytes"), a[5],
-				   sizeof(a[5])),
-			json_object_get_double(
-				json_object_object_get(p, "scrub_gbps")));
-		if (json_object_object_get_ex(p, "leases", &list))
-			for (size_t k = 0; k < json_object_array_length(list);
-			     k++) {
-				json_object *l =
-					json_object_array_get_idx(list, k);
-
-				fprintf(f,
-					"  lease %llu: pid %llu (%s), uid %llu, %s\n",
-					(unsigned long long)num(l, "id"),
-					(unsigned long long)num(l, "pid"),
-					str(l, "comm"),
-					(unsigned long long)num(l, "uid"),
-					size_human(num(l, "bytes"), a[0],
-						   sizeof(a[0])));
-			}
-		if (json_object_object_get_ex(p, "quarantined", &list))
-			for (size_t k = 0; k < json_object_array_length(list);
-			     k++) {
-				json_object *q =
-					json_object_array_get_idx(list, k);
-
-				fprintf(f,
-					"  quarantined %s: %s, held by pid %lld (%s)\n",
-					str(q, "chunk"),
-					size_human(num(q, "bytes"), a[0],
-						   sizeof(a[0])),
-					(long long)(int64_t)num(q,
-								"holder_pid"),
-					str(q, "holder_comm"));
-			}
-	}
-}
-
 int cmd_pool(int argc, char **argv)
 {
 	struct cli_args a = { .socket = "/run/zvmm/zvmmd.sock" };
 	static char text[ZVMMD_MSG_MAX];
-	json_object *root;
+	struct zvmmd_status st;
+	char why[512];
 	FILE *jf;
 	int ret;
 
@@ -184,24 +103,35 @@ int cmd_pool(int argc, char **argv)
 	ret = fetch_status(a.socket, text, sizeof(text));
 	if (ret)
 		return cli_exit_status(ret);
-	if (a.json) {
-		jf = strcmp(a.json, "-") ? fopen(a.json, "we") : stdout;
-		if (!jf) {
-			pr_err("cannot write --json %s: %s", a.json,
-			       strerror(errno));
-			return EXIT_USAGE;
+	/* Read whole before anything is printed, for --json too. */
+	ret = zvmmd_status_parse(text, strlen(text), &st, why, sizeof(why));
+	if (ret) {
+		zvmmd_status_free(&st);
+		if (ret == -ENOMEM) {
+			pr_err("cannot read zvmmd's status: %s",
+			       strerror(-ret));
+			return cli_exit_status(ret);
 		}
-		fprintf(jf, "%s\n", text);
-		if (jf != stdout)
-			fclose(jf);
-		return 0;
-	}
-	root = json_tokener_parse(text);
-	if (!root) {
-		pr_err("zvmmd sent a status that is not JSON");
+		pr_err("zvmmd at %s sent a status zvmm cannot read: %s",
+		       a.socket, why);
 		return EXIT_OTHER;
 	}
-	print_table(stdout, root);
-	json_object_put(root);
+	if (!a.json) {
+		zvmmd_status_print(&st, stdout);
+		zvmmd_status_free(&st);
+		return 0;
+	}
+	zvmmd_status_free(&st);
+	/* The daemon's text as it is: members this zvmm does not know too. */
+	jf = strcmp(a.json, "-") ? fopen(a.json, "we") : stdout;
+	if (!jf) {
+		pr_err("cannot write --json %s: %s", a.json, strerror(errno));
+		return EXIT_USAGE;
+	}
+	fprintf(jf, "%s\n", text);
+	if (jf != stdout && fclose(jf)) {
+		pr_err("cannot write --json %s: %s", a.json, strerror(errno));
+		return EXIT_OTHER;
+	}
 	return 0;
 }
