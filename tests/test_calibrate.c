@@ -118,6 +118,175 @@ Test(calibrate, malformed_profile_names_the_line, .init = make_path,
 	cr_assert_eq(line, 4);
 }
 
+/* @text as a profile's text: 0, or -EINVAL with *line. */
+static int parse_text(const char *text, int *line)
+{
+	struct zero_profile_head h;
+	struct zero_profile p;
+
+	return zero_profile_parse(text, strlen(text), &p, &h, line);
+}
+
+/*
+ * A version this reader does not know is refused at its line: atoi()
+ * read 4294967298 as 2, and the profile as one of this zvmm's.
+ */
+Test(calibrate, profile_version_out_of_range_is_refused, .init = make_path,
+     .fini = drop_path)
+{
+	static const char *const bad[] = { "4294967298",
+					   "4294967297",
+					   "18446744073709551618",
+					   "3",
+					   "0",
+					   "-1",
+					   "2x",
+					   "" };
+	static const char *const good[] = { "1", "2", "02" };
+	struct zero_profile_head h;
+	struct zero_profile p;
+	char text[256];
+	int line;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(
+			text, sizeof(text),
+			"[profile]\narch = x\nversion = %s\n[chunk 2M]\nbest = memset\n",
+			bad[i]);
+		cr_assert_eq(parse_text(text, &line), -EINVAL, "version = %s",
+			     bad[i]);
+		cr_assert_eq(line, 3, "version = %s: line %d", bad[i], line);
+	}
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(
+			text, sizeof(text),
+			"[profile]\narch = x\nversion = %s\n[chunk 2M]\nbest = memset\n",
+			good[i]);
+		cr_assert_eq(zero_profile_parse(text, strlen(text), &p, &h,
+						&line),
+			     0, "version = %s: line %d", good[i], line);
+		cr_assert_eq(h.version, good[i][1] ? 2 : good[i][0] - '0');
+	}
+	/* And from a file: malformed, not a profile of another machine. */
+	write_file(
+		"[profile]\nversion = 4294967298\narch = x\n[chunk 2M]\nbest = memset\n");
+	cr_assert_eq(zero_profile_read(path, &p, &line), -EINVAL);
+	cr_assert_eq(line, 2);
+}
+
+/* strtod() takes "inf" and "nan": no rate or spread is either. */
+Test(calibrate, profile_rate_not_finite_is_refused)
+{
+	static const char *const bad[] = {
+		"memset = inf",
+		"memset = -inf",
+		"memset = nan",
+		"memset = infinity",
+		"memset = NAN(1)",
+		"memset = 1e999",
+		"memset = 0x1p9999",
+		"spread = inf",
+		"spread = nan",
+		/* What the writer's two decimals would bring back as 0. */
+		"memset = 0.001",
+		"memset = 2e6",
+		"spread = -0.5",
+	};
+	struct zero_profile_head h;
+	struct zero_profile p;
+	char text[256];
+	int line, m = zero_backend_index("memset");
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(
+			text, sizeof(text),
+			"[profile]\nversion = 2\n[chunk 2M]\nbest = memset\n%s\n",
+			bad[i]);
+		cr_assert_eq(parse_text(text, &line), -EINVAL, "%s", bad[i]);
+		cr_assert_eq(line, 5, "%s: line %d", bad[i], line);
+	}
+	snprintf(
+		text, sizeof(text),
+		"[profile]\nversion = 2\n[chunk 2M]\nbest = memset\nmemset = 0.01\nspread = 0\n");
+	cr_assert_eq(zero_profile_parse(text, strlen(text), &p, &h, &line), 0);
+	cr_assert_float_eq(p.e[0].gbps[m], 0.01, 1e-12);
+	cr_assert_float_eq(p.e[0].spread, 0, 1e-12);
+}
+
+/*
+ * Each chunk size has one section: one that comes again, after another
+ * section, at once or after sections without keys, is refused at its
+ * header (it made a second entry of the size, or merged into the
+ * first), and so is a size named otherwise than zvmm writes it.
+ */
+Test(calibrate, profile_chunk_section_once)
+{
+	static const struct {
+		const char *text;
+		int line;
+	} bad[] = {
+		{ "[chunk 2M]\nbest = memset\n[chunk 8M]\nbest = memset\n"
+		  "[chunk 2M]\nspread = 0\n",
+		  7 },
+		{ "[chunk 2M]\nbest = memset\n[chunk 2M]\nspread = 0\n", 5 },
+		{ "[chunk 2M]\nbest = memset\n[chunk 8M]\n; nothing\n"
+		  "[chunk 2M]\n",
+		  7 },
+		{ "[chunk 2M]\nbest = memset\n[profile]\narch = x\n"
+		  "[chunk 2M]\nspread = 0\n",
+		  7 },
+		{ "[chunk 2048K]\nbest = memset\n", 4 },
+		{ "[chunk 02M]\nbest = memset\n", 4 },
+		{ "[chunk 1K]\nbest = memset\n[chunk 2K]\n[chunk 4K]\n"
+		  "[chunk 8K]\n[chunk 16K]\n[chunk 32K]\n[chunk 64K]\n"
+		  "[chunk 128K]\n[chunk 256K]\n",
+		  12 },
+	};
+	struct zero_profile_head h;
+	struct zero_profile p;
+	char text[512];
+	int line;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "[profile]\nversion = 2\n%s",
+			 bad[i].text);
+		cr_assert_eq(parse_text(text, &line), -EINVAL, "%s", text);
+		cr_assert_eq(line, bad[i].line, "%s: line %d", text, line);
+	}
+	snprintf(text, sizeof(text),
+		 "[profile]\nversion = 2\n[chunk 2M]\nbest = memset\n"
+		 "[chunk 8M]\nbest = memset\n[profile]\narch = x\n"
+		 "[chunk 256K]\nbest = memset\n");
+	cr_assert_eq(zero_profile_parse(text, strlen(text), &p, &h, &line), 0,
+		     "line %d", line);
+	cr_assert_eq(p.nr, 3);
+	cr_assert_eq(p.e[0].chunk, SZ_2M);
+	cr_assert_eq(p.e[1].chunk, SZ_8M);
+	cr_assert_eq(p.e[2].chunk, 256 << 10);
+}
+
+/* A text value reads back as zero_profile_print() writes it, or not. */
+Test(calibrate, profile_text_that_would_not_read_back_is_refused)
+{
+	static const char *const bad[] = {
+		"arch =;x",
+		"arch = x86_64_and_then_some",
+		"cpu = Oxide\n  Virtual ;Turin",
+	};
+	char text[256];
+	int line;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(
+			text, sizeof(text),
+			"[profile]\nversion = 2\n%s\n[chunk 2M]\nbest = memset\n",
+			bad[i]);
+		cr_assert_eq(parse_text(text, &line), -EINVAL, "%s", bad[i]);
+		cr_assert_eq(line, strchr(bad[i], '\n') ? 4 : 3, "%s: line %d",
+			     bad[i], line);
+	}
+}
+
 Test(calibrate, unreadable_profile, .init = make_path, .fini = drop_path)
 {
 	struct zero_profile p;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -736,11 +737,21 @@ int zero_profile_write(const struct zero_profile *p, const char *path)
 /* Far more than a profile of ZERO_PROFILE_MAX_CHUNKS sizes holds. */
 #define PROFILE_MAX_BYTES (1u << 20)
 
+/*
+ * The rates and spreads a profile may hold: finite, and written back
+ * with two or three decimals by zero_profile_print(), so a rate below
+ * 0.01 GB/s would come back as 0 (no rate) and one past a petabyte a
+ * second is no measurement of memory.
+ */
+#define PROFILE_GBPS_MIN 0.01
+#define PROFILE_GBPS_MAX 1e6
+#define PROFILE_SPREAD_MAX 1e6
+
 struct profile_parse {
 	struct zero_profile *p;
-	int cur; /* entry being read, -1 in [profile] */
-	int version;
-	char features[128];
+	struct zero_profile_head *h;
+	int cur; /* entry being read, -1 before any */
+	char last[64]; /* its section's name, "" after a [profile] key */
 };
 
 /* A decimal number of the whole value: 1, or 0 for anything else. */
@@ -753,86 +764,239 @@ static int parse_u64(const char *value, uint64_t *v)
 	return *value >= '0' && *value <= '9' && *end == '\0' && !errno;
 }
 
+/* A number from @lo to @hi, finite (strtod takes "inf" and "nan"). */
+static int parse_double(const char *value, double lo, double hi, double *v)
+{
+	char *end;
+	double d = strtod(value, &end);
+
+	if (end == value || *end || !isfinite(d) || d < lo || d > hi)
+		return 0;
+	*v = d;
+	return 1;
+}
+
+static bool ini_blank(char ch)
+{
+	return ch == ' ' || (ch >= '\t' && ch <= '\r');
+}
+
+/*
+ * The whole value or nothing: a value cut to fit reads as another. A
+ * ';' after a blank starts a comment, and zero_profile_print() writes
+ * "key = value": a value that starts with ';' (key =;x), or keeps a
+ * " ;" (a continuation line's does), would read back as less.
+ */
+static int parse_str(const char *value, char *out, size_t size)
+{
+	size_t n = strlen(value);
+
+	if (n >= size)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (value[i] == ';' && (!i || ini_blank(value[i - 1])))
+			return 0;
+	memcpy(out, value, n + 1);
+	return 1;
+}
+
+static int profile_head_key(struct profile_parse *pp, const char *name,
+			    const char *value)
+{
+	struct zero_profile *p = pp->p;
+	uint64_t v;
+
+	if (!strcmp(name, "version")) {
+		/* The versions this reader knows; a newer zvmm's is not one. */
+		if (!parse_u64(value, &v) || v < 1 || v > 2)
+			return 0;
+		pp->h->version = (unsigned int)v;
+		return 1;
+	}
+	if (!strcmp(name, "arch"))
+		return parse_str(value, p->id.arch, sizeof(p->id.arch));
+	if (!strcmp(name, "cpu"))
+		return parse_str(value, p->id.cpu, sizeof(p->id.cpu));
+	if (!strcmp(name, "cpu_id"))
+		return parse_str(value, p->id.cpu_id, sizeof(p->id.cpu_id));
+	if (!strcmp(name, "microcode"))
+		return parse_str(value, p->id.microcode,
+				 sizeof(p->id.microcode));
+	if (!strcmp(name, "kernel"))
+		return parse_str(value, p->id.kernel, sizeof(p->id.kernel));
+	if (!strcmp(name, "backends"))
+		return parse_str(value, p->id.backends, sizeof(p->id.backends));
+	if (!strcmp(name, "features"))
+		return parse_str(value, pp->h->features,
+				 sizeof(pp->h->features));
+	if (!strcmp(name, "region"))
+		return parse_u64(value, &p->region);
+	if (!strcmp(name, "llc"))
+		return parse_u64(value, &p->llc);
+	/* What was assumed for llc = 0; older profiles lack it. */
+	if (!strcmp(name, "llc_assumed"))
+		return parse_u64(value, &v);
+	if (!strcmp(name, "reps")) {
+		if (!parse_u64(value, &v) || v > 1000)
+			return 0;
+		p->reps = (unsigned int)v;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * The entry of a [chunk X] section, named as zvmm writes it
+ * (size_label(): "2M", not "2048K" or "02M"), so that each size has one
+ * name; a new one for a new section. -1 for another section, a name
+ * that is not the size's own, or a size with an entry already: a
+ * repeated section would split or overwrite an entry.
+ */
+static int chunk_entry(struct profile_parse *pp, const char *section)
+{
+	struct zero_profile *p = pp->p;
+	char label[32];
+	uint64_t chunk;
+
+	if (pp->cur >= 0 && !strcmp(pp->last, section))
+		return pp->cur;
+	if (strncmp(section, "chunk ", 6) || size_parse(section + 6, &chunk) ||
+	    strcmp(section + 6, size_label(chunk, label, sizeof(label))) ||
+	    p->nr == ZERO_PROFILE_MAX_CHUNKS)
+		return -1;
+	for (unsigned int c = 0; c < p->nr; c++)
+		if (p->e[c].chunk == chunk)
+			return -1;
+	pp->cur = (int)p->nr++;
+	p->e[pp->cur].chunk = chunk;
+	p->e[pp->cur].best = -1;
+	p->e[pp->cur].spread = -1;
+	snprintf(pp->last, sizeof(pp->last), "%s", section);
+	return pp->cur;
+}
+
 static int profile_key(void *user, const char *section, const char *name,
 		       const char *value)
 {
 	struct profile_parse *pp = user;
-	struct zero_profile *p = pp->p;
 	struct zero_profile_entry *e;
-	uint64_t chunk, v;
-	char *end;
 	int idx;
 
 	if (!strcmp(section, "profile")) {
-		if (!strcmp(name, "version"))
-			pp->version = atoi(value);
-		else if (!strcmp(name, "arch"))
-			snprintf(p->id.arch, sizeof(p->id.arch), "%s", value);
-		else if (!strcmp(name, "cpu"))
-			snprintf(p->id.cpu, sizeof(p->id.cpu), "%s", value);
-		else if (!strcmp(name, "cpu_id"))
-			snprintf(p->id.cpu_id, sizeof(p->id.cpu_id), "%s",
-				 value);
-		else if (!strcmp(name, "microcode"))
-			snprintf(p->id.microcode, sizeof(p->id.microcode), "%s",
-				 value);
-		else if (!strcmp(name, "kernel"))
-			snprintf(p->id.kernel, sizeof(p->id.kernel), "%s",
-				 value);
-		else if (!strcmp(name, "backends"))
-			snprintf(p->id.backends, sizeof(p->id.backends), "%s",
-				 value);
-		else if (!strcmp(name, "features"))
-			snprintf(pp->features, sizeof(pp->features), "%s",
-				 value);
-		else if (!strcmp(name, "region"))
-			return parse_u64(value, &p->region);
-		else if (!strcmp(name, "llc"))
-			return parse_u64(value, &p->llc);
-		/* What was assumed for llc = 0; older profiles lack it. */
-		else if (!strcmp(name, "llc_assumed"))
-			return parse_u64(value, &v);
-		else if (!strcmp(name, "reps")) {
-			if (!parse_u64(value, &v) || v > 1000)
-				return 0;
-			p->reps = (unsigned int)v;
-		} else
+		/* A [chunk X] after [profile] is a new section, even X again. */
+		pp->last[0] = '\0';
+		return profile_head_key(pp, name, value);
+	}
+	idx = chunk_entry(pp, section);
+	if (idx < 0)
+		return 0;
+	e = &pp->p->e[idx];
+	if (!strcmp(name, "best")) {
+		idx = zero_backend_index(value);
+		if (idx < 0 || idx >= ZERO_PROFILE_MAX_BACKENDS)
 			return 0;
+		e->best = idx;
 		return 1;
 	}
-	if (strncmp(section, "chunk ", 6) || size_parse(section + 6, &chunk))
-		return 0;
-	if (pp->cur < 0 || p->e[pp->cur].chunk != chunk) {
-		if (p->nr == ZERO_PROFILE_MAX_CHUNKS)
-			return 0;
-		pp->cur = (int)p->nr++;
-		p->e[pp->cur].chunk = chunk;
-		p->e[pp->cur].best = -1;
-		p->e[pp->cur].spread = -1;
-	}
-	e = &p->e[pp->cur];
-	if (!strcmp(name, "best")) {
-		e->best = zero_backend_index(value);
-		return e->best >= 0;
-	}
-	if (!strcmp(name, "spread")) {
-		e->spread = strtod(value, &end);
-		return *end == '\0' && e->spread >= 0;
-	}
+	if (!strcmp(name, "spread"))
+		return parse_double(value, 0, PROFILE_SPREAD_MAX, &e->spread);
 	idx = zero_backend_index(name);
 	if (idx < 0 || idx >= ZERO_PROFILE_MAX_BACKENDS)
 		return 0;
-	e->gbps[idx] = strtod(value, &end);
-	return *end == '\0' && e->gbps[idx] > 0;
+	return parse_double(value, PROFILE_GBPS_MIN, PROFILE_GBPS_MAX,
+			    &e->gbps[idx]);
+}
+
+/*
+ * The line of the second [chunk X] header of one X, or of a ninth
+ * [chunk] header, or 0. libinih tells its handler no header, so two
+ * [chunk 2M] in a row would read as one: the lines are walked for them
+ * as libinih reads lines (cut at a NUL, blanks around, ';' and '#'
+ * comments, a BOM on the first), where an indented line after a key
+ * continues the key. Up to libinih's first error every other line is a
+ * key, so a line found before that one is right; names are compared
+ * whole, as chunk_entry() takes only one name for each size.
+ */
+static int repeated_chunk(const char *text, size_t len)
+{
+	const char *pos = text, *end = text + len;
+	char seen[ZERO_PROFILE_MAX_CHUNKS][64];
+	unsigned int nr = 0;
+	bool after_key = false;
+	int line = 0;
+
+	while (pos < end) {
+		const char *s = pos, *start = pos, *e, *close;
+		char name[64];
+
+		e = memchr(pos, '\n', (size_t)(end - pos));
+		e = e ? e : end;
+		pos = e < end ? e + 1 : end;
+		line++;
+		e = memchr(s, '\0', (size_t)(e - s)) ?: e;
+		if (line == 1 && e - s >= 3 && !memcmp(s, "\xef\xbb\xbf", 3))
+			start += 3;
+		while (start < e && ini_blank(*start))
+			start++;
+		while (e > start && ini_blank(e[-1]))
+			e--;
+		if (start == e || *start == ';' || *start == '#')
+			continue;
+		if (*start != '[' || (after_key && start > s)) {
+			after_key = true;
+			continue;
+		}
+		after_key = false;
+		close = memchr(start, ']', (size_t)(e - start));
+		if (!close || strncmp(start + 1, "chunk ", 6))
+			continue;
+		/* No size's name is that long, and a profile has no more. */
+		if (close - start - 1 >= (long)sizeof(name) ||
+		    nr == ZERO_PROFILE_MAX_CHUNKS)
+			return line;
+		snprintf(name, sizeof(name), "%.*s", (int)(close - start - 1),
+			 start + 1);
+		for (unsigned int i = 0; i < nr; i++)
+			if (!strcmp(seen[i], name))
+				return line;
+		memcpy(seen[nr++], name, sizeof(name));
+	}
+	return 0;
+}
+
+int zero_profile_parse(const char *text, size_t len, struct zero_profile *p,
+		       struct zero_profile_head *h, int *line)
+{
+	struct profile_parse pp = { .p = p, .h = h, .cur = -1 };
+	bool too_long;
+	int ret, again;
+
+	memset(p, 0, sizeof(*p));
+	memset(h, 0, sizeof(*h));
+	*line = 0;
+	ret = inibuf_parse(text, len, profile_key, &pp, &too_long);
+	again = repeated_chunk(text, len);
+	/* The header, before libinih's error at its first key, if sooner. */
+	if (ret >= 0 && again && (!ret || again < ret))
+		ret = again;
+	if (ret) {
+		*line = ret > 0 ? ret : 0;
+		return -EINVAL;
+	}
+	if (!h->version || !p->nr)
+		return -EINVAL;
+	for (unsigned int c = 0; c < p->nr; c++)
+		if (p->e[c].best < 0)
+			return -EINVAL;
+	return 0;
 }
 
 int zero_profile_read(const char *path, struct zero_profile *p, int *line)
 {
-	struct profile_parse pp = { .p = p, .cur = -1 };
-	const char *name;
+	struct zero_profile_head h;
 	struct zero_machine here;
+	const char *name;
 	char feat[128], *text;
-	bool too_long;
 	size_t len;
 	int fd, ret;
 
@@ -850,22 +1014,15 @@ int zero_profile_read(const char *path, struct zero_profile *p, int *line)
 		return ret;
 	if (ret)
 		return -EINVAL;
-	ret = inibuf_parse(text, len, profile_key, &pp, &too_long);
+	ret = zero_profile_parse(text, len, p, &h, line);
 	free(text);
-	if (ret) {
-		*line = ret > 0 ? ret : 0;
-		return -EINVAL;
-	}
-	if (pp.version < 1 || pp.version > 2 || !p->nr)
-		return -EINVAL;
-	for (unsigned int c = 0; c < p->nr; c++)
-		if (p->e[c].best < 0)
-			return -EINVAL;
+	if (ret)
+		return ret;
 	zero_machine_get(&here);
 	zero_features_format(here.features, feat, sizeof(feat));
 	/* Version 1 recorded no more than arch and features: not enough. */
-	if (pp.version < 2 || strcmp(p->id.arch, here.arch) ||
-	    strcmp(pp.features, feat) || strcmp(p->id.cpu_id, here.cpu_id) ||
+	if (h.version < 2 || strcmp(p->id.arch, here.arch) ||
+	    strcmp(h.features, feat) || strcmp(p->id.cpu_id, here.cpu_id) ||
 	    strcmp(p->id.microcode, here.microcode) ||
 	    strcmp(p->id.kernel, here.kernel) ||
 	    strcmp(p->id.backends, here.backends))

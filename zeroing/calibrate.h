@@ -142,10 +142,40 @@ void zero_profile_print(const struct zero_profile *p, FILE *f);
 void zero_machine_get(struct zero_machine *m);
 
 /*
- * Reads a profile. Returns 0; -ENOENT when there is none (it cannot be
- * opened); -EINVAL for a malformed one, with *line set to the offending
- * line (a line too long for libinih is one), 0 if the file as a whole is
- * wrong (unreadable, over 1 MiB, incomplete); -ESTALE when it was
+ * What a profile's [profile] section says beside struct zero_profile:
+ * its format's version (1 or 2) and the CPU features as written, which
+ * zero_profile_read() compares with this zvmm and this machine.
+ */
+struct zero_profile_head {
+	unsigned int version;
+	char features[128];
+};
+
+/*
+ * Reads the @len bytes of profile text at @text (no NUL needed) into @p
+ * (id.features left 0) and @h, the text alone: nothing of this machine
+ * is looked at. Returns 0, or -EINVAL with *line the line at fault (a
+ * line too long for libinih is one), 0 when the text as a whole is
+ * (no version, no [chunk] section, one without best). A line is at
+ * fault for an unknown section or key, a number that is not one whole
+ * decimal number, a version other than 1 or 2, a rate that is not a
+ * finite number from 0.01 to 1e6 GB/s or a spread not from 0 to 1e6, a
+ * text longer than its field or that would not read back as
+ * zero_profile_print() writes it (a ';' first or after a blank: a
+ * comment there), a best that is no backend, a [chunk X] whose X is
+ * not the size as zvmm writes it ("2M", not "2048K"), a [chunk X]
+ * header seen before (also with no key between) or a ninth. What
+ * zero_profile_print() writes of a profile read reads back the same.
+ */
+int zero_profile_parse(const char *text, size_t len, struct zero_profile *p,
+		       struct zero_profile_head *h, int *line)
+	__attribute__((warn_unused_result));
+
+/*
+ * Reads a profile: zero_profile_parse() of its file. Returns 0; -ENOENT
+ * when there is none (it cannot be opened); -EINVAL for a malformed
+ * one, with *line set to the offending line, 0 if the file as a whole
+ * is wrong (unreadable, over 1 MiB, incomplete); -ESTALE when it was
  * written for another machine (architecture, CPU identity, microcode,
  * kernel, features or backends), or by a zvmm that did not record them;
  * -ENOEXEC when one of its `best` is a backend this CPU cannot run (it is
