@@ -482,7 +482,7 @@ bench-demand: $(O)/zvmm $(O)/bench/poison
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 20
 FUZZ_O := build/fuzz
-FUZZ_TARGETS := size policy pvh report record zvmmd
+FUZZ_TARGETS := size policy pvh report record zvmmd zvmmd_conf status profile
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all \
 	-fno-omit-frame-pointer
 FUZZ_CFLAGS := -O1 -g -std=gnu11 $(WARNINGS) -D_GNU_SOURCE -MMD -MP \
@@ -497,6 +497,27 @@ FUZZ_pvh_SRCS := vmm/pvh.c vmm/kvm.c lib/log.c lib/inject.c lib/clock.c
 FUZZ_report_SRCS := vmm/devices.c vmm/kvm.c lib/log.c lib/inject.c lib/clock.c
 FUZZ_record_SRCS := zeroing/record.c lib/file.c lib/inibuf.c lib/safefile.c lib/log.c
 FUZZ_zvmmd_SRCS := service/proto.c
+FUZZ_zvmmd_conf_SRCS := service/config.c lib/file.c lib/inibuf.c \
+	lib/inival.c lib/safefile.c lib/size.c
+FUZZ_status_SRCS := service/status.c lib/size.c
+FUZZ_profile_SRCS := zeroing/calibrate.c zeroing/backend.c $(ARCH_SRCS) \
+	lib/clock.c lib/file.c lib/inibuf.c lib/log.c lib/safefile.c \
+	lib/size.c lib/stats.c lib/sysfs.c
+# The largest input each target takes, so that libFuzzer's inputs reach
+# it (its default is 4 KiB): one argument (MAX_ARG_STRLEN), a policy,
+# config or profile file (1 MiB: policy.c, config.c, calibrate.c), the
+# loader's 4 MiB of RAM, a few report lines of VMM_LINE_MAX, a record
+# (record.c), a zvmmd message and one byte more (ZVMMD_MSG_MAX), a
+# STATUS_OK body.
+FUZZ_MAXLEN_size := 131072
+FUZZ_MAXLEN_policy := 1048576
+FUZZ_MAXLEN_pvh := 4194304
+FUZZ_MAXLEN_report := 16384
+FUZZ_MAXLEN_record := 65536
+FUZZ_MAXLEN_zvmmd := 65537
+FUZZ_MAXLEN_zvmmd_conf := 1048576
+FUZZ_MAXLEN_status := 65520
+FUZZ_MAXLEN_profile := 1048576
 FUZZ_BINS := $(addprefix $(FUZZ_O)/,$(FUZZ_TARGETS))
 FUZZ_SEEDS_PVH := $(FUZZ_O)/seeds/pvh/.stamp
 
@@ -508,7 +529,15 @@ $(FUZZ_O)/obj/%.o: %.c
 	$(quiet) FUZZCC $@
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
 
-fuzz_objs = $(patsubst %.c,$(FUZZ_O)/obj/%.o,fuzz/fuzz_$(1).c $(FUZZ_$(1)_SRCS))
+# clang's <cpuid.h> has __get_cpuid_max() return int, GCC's unsigned.
+$(FUZZ_O)/obj/arch/x86/cpu.o: FUZZ_CFLAGS += -Wno-sign-compare
+
+$(FUZZ_O)/obj/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(quiet) FUZZAS $@
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -c -o $@ $<
+
+fuzz_objs = $(patsubst %,$(FUZZ_O)/obj/%.o,$(basename fuzz/fuzz_$(1).c $(FUZZ_$(1)_SRCS)))
 define fuzz_link
 $(FUZZ_O)/$(1): $(call fuzz_objs,$(1))
 	$$(quiet) FUZZLD $$@
@@ -543,6 +572,7 @@ define fuzz_one
 		|| { cat $(FUZZ_O)/$(1).replay.log >&2; echo "fuzz $(1): a regression input fails" >&2; exit 1; })
 	$(Q)mkdir -p $(FUZZ_O)/work/$(1) $(FUZZ_O)/crashes/$(1)
 	$(Q)$(FUZZ_O)/$(1) -max_total_time=$(2) -print_final_stats=1 \
+		-max_len=$(FUZZ_MAXLEN_$(1)) \
 		-artifact_prefix=$(FUZZ_O)/crashes/$(1)/ $(FUZZ_ARGS) \
 		$(FUZZ_O)/work/$(1) $(wildcard fuzz/corpus/$(1) $(FUZZ_O)/seeds/$(1)) \
 		>$(FUZZ_O)/$(1).log 2>&1 \
