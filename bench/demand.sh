@@ -27,16 +27,9 @@ BIG=${BIG:-16}
 
 [ "$(id -u)" = 0 ] || { echo "demand.sh: run as root" >&2; exit 3; }
 [ -x "$ZVMM" ] && [ -x "$POISON" ] || { echo "demand.sh: run make bench-demand" >&2; exit 2; }
-# KVM is usable when /dev/kvm opens read-write (it may exist and refuse).
-no_kvm=""
-if [ ! -e /dev/kvm ]; then
-	no_kvm="/dev/kvm does not exist"
-elif ! (exec 3<>/dev/kvm) 2>/dev/null; then
-	no_kvm="/dev/kvm cannot be opened read-write"
-fi
+. bench/kvm.sh
+no_kvm=$(kvm_unusable)
 if [ -n "$no_kvm" ]; then
-	grep -qw -e vmx -e svm /proc/cpuinfo ||
-		no_kvm+="; no vmx or svm in the CPU flags: no hardware virtualization, as in a VM without nested virtualization"
 	echo "demand.sh: every section boots guests (zvmm run), which needs a usable /dev/kvm: $no_kvm; without it, make bench-smoke or zvmm bench measure the zeroing engine" >&2
 	exit 3
 fi

@@ -36,16 +36,8 @@ CMDLINE="stride=2M verify=8"
 [ -x "$ZVMM" ] && [ -x "$ZVMMD" ] && [ -x "$MEMBW" ] ||
 	{ echo "storm.sh: run make first" >&2; exit 2; }
 
-# KVM is usable when /dev/kvm opens read-write (it may exist and refuse).
-no_kvm=""
-if [ ! -e /dev/kvm ]; then
-	no_kvm="/dev/kvm does not exist"
-elif ! (exec 3<>/dev/kvm) 2>/dev/null; then
-	no_kvm="/dev/kvm cannot be opened read-write"
-fi
-if [ -n "$no_kvm" ] && ! grep -qw -e vmx -e svm /proc/cpuinfo; then
-	no_kvm+="; no vmx or svm in the CPU flags: no hardware virtualization, as in a VM without nested virtualization"
-fi
+. bench/kvm.sh
+no_kvm=$(kvm_unusable)
 if [ -z "$no_kvm" ]; then
 	[ -f "$ELF" ] || { echo "storm.sh: run make first" >&2; exit 2; }
 	command -v qemu-system-x86_64 >/dev/null ||

@@ -129,16 +129,8 @@ done
 PAGES=$have
 [ -n "$PAGES" ] || die "none of the page sizes asked for has a hugetlb pool here" 3
 
-# KVM is usable when /dev/kvm opens read-write (it may exist and refuse).
-NO_KVM=""
-if [ ! -e /dev/kvm ]; then
-	NO_KVM="/dev/kvm does not exist"
-elif ! (exec 3<>/dev/kvm) 2>/dev/null; then
-	NO_KVM="/dev/kvm cannot be opened read-write"
-fi
-if [ -n "$NO_KVM" ] && ! grep -qw -e vmx -e svm /proc/cpuinfo; then
-	NO_KVM+="; no vmx or svm in the CPU flags: no hardware virtualization, as in a VM without nested virtualization"
-fi
+. bench/kvm.sh
+NO_KVM=$(kvm_unusable)
 if [ -n "$NO_KVM" ]; then
 	skip "the guest launches (zvmm run and QEMU: launch to ready, fault latency against chunk size, launches without a profile$([ "$SMOKE" = 1 ] || echo ", the launch storm's")): no usable /dev/kvm ($NO_KVM); zvmm prezero without a guest stands in for the launch rows"
 else
