@@ -466,3 +466,20 @@ void test_write_text(const char *path, const char *text)
 	fputs(text, f);
 	cr_assert_eq(fclose(f), 0, "cannot write %s", path);
 }
+
+char *test_slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	long n;
+
+	cr_assert_not_null(f, "%s (tests run from the source tree)", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	buf = calloc(1, (size_t)n + 1);
+	cr_assert_not_null(buf);
+	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	return buf;
+}

@@ -44,6 +44,9 @@ int test_copy_file(const char *from, const char *to, mode_t mode);
 /* Writes @text to @path, replacing it; a failure fails the test. */
 void test_write_text(const char *path, const char *text);
 
+/* A whole file of the source tree, NUL-terminated; a failure fails the test. */
+char *test_slurp(const char *path);
+
 /* Offset of the first byte in [p, p + len) that is not @v, or -1. */
 long test_find_not(const void *p, size_t len, uint8_t v);
 

@@ -11,23 +11,6 @@
 
 #include "helpers.h"
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
-
-	cr_assert_not_null(f, "%s (tests run from the source tree)", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = calloc(1, (size_t)n + 1);
-	cr_assert_not_null(buf);
-	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	return buf;
-}
-
 /* The names after "ZVMM_API <type> " up to '(' in @hdr, in @names. */
 static int api_names(const char *hdr, char names[][48], int max)
 {
@@ -51,8 +34,8 @@ static int api_names(const char *hdr, char names[][48], int max)
 
 Test(docs, every_function_is_in_libzvmm_3)
 {
-	char *hdr = slurp("include/zvmm/zvmm.h");
-	char *man = slurp("man/libzvmm.3");
+	char *hdr = test_slurp("include/zvmm/zvmm.h");
+	char *man = test_slurp("man/libzvmm.3");
 	char *syn = strstr(man, ".SH SYNOPSIS"),
 	     *desc = strstr(man, ".SH DESCRIPTION");
 	char names[128][48], want[96];

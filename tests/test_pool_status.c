@@ -269,23 +269,6 @@ Test(pool_status, malformed_reply_exits_1_naming_the_member)
 }
 
 /* The STATUS table of docs/zvmmd-protocol.md, row by row, as zvmm's. */
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long n;
-
-	cr_assert_not_null(f, "%s (tests run from the source tree)", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = calloc(1, (size_t)n + 1);
-	cr_assert_not_null(buf);
-	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	return buf;
-}
-
 static const char *doc_row(const char *doc, const char *want)
 {
 	const char *at = strstr(doc, want);
@@ -335,7 +318,7 @@ static const char *doc_rows(const char *doc,
 
 Test(pool_status, protocol_doc_has_the_schema)
 {
-	char *doc = slurp("docs/zvmmd-protocol.md");
+	char *doc = test_slurp("docs/zvmmd-protocol.md");
 	const char *table = strstr(doc, "#### `STATUS_OK`'s members"), *end;
 	unsigned int nr = 0, lines = 0;
 
