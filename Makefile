@@ -28,7 +28,7 @@ endif
 DEB_PACKAGES := gcc make pkg-config libnuma-dev liburing-dev \
 	libcriterion-dev libinih-dev libjson-c-dev gcc-aarch64-linux-gnu \
 	libc6-dev-arm64-cross qemu-user qemu-system-x86 gnuplot-nox \
-	python3-jsonschema g++ abigail-tools
+	python3-jsonschema g++ abigail-tools libseccomp-dev strace
 # clang and its libFuzzer/sanitizer runtimes, for fuzz/.
 FUZZ_PACKAGES := clang libclang-rt-14-dev
 DEB_PACKAGES += $(FUZZ_PACKAGES)
@@ -52,6 +52,9 @@ PC_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(LIBS_PC) 2>/dev/null)
 PC_LIBS = $(shell $(PKG_CONFIG) --libs $(LIBS_PC) 2>/dev/null)
 CRIT_CFLAGS = $(shell $(PKG_CONFIG) --cflags criterion 2>/dev/null)
 CRIT_LIBS = $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
+# The tests' seccomp filters (libzvmm(3) SECCOMP); not the library's.
+SECCOMP_CFLAGS = $(shell $(PKG_CONFIG) --cflags libseccomp 2>/dev/null)
+SECCOMP_LIBS = $(shell $(PKG_CONFIG) --libs libseccomp 2>/dev/null)
 override CFLAGS += $(PC_CFLAGS)
 LDLIBS := $(PC_LIBS) -lpthread
 
@@ -282,7 +285,7 @@ $(O)/%.o: %.S $(O)/.cflags
 	$(quiet) AS $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(O)/tests/%.o: override CFLAGS += $(CRIT_CFLAGS)
+$(O)/tests/%.o: override CFLAGS += $(CRIT_CFLAGS) $(SECCOMP_CFLAGS)
 
 # The guest: freestanding, its own flags (never sanitized), linked at
 # 1 MiB by guest/touch.ld, then built into zvmm with .incbin.
@@ -331,7 +334,7 @@ schema: $(O)/tools/stats-schema
 $(O)/tests/zvmm-tests: $(TEST_OBJS) $(CORE_OBJS) $(O)/vmm/devices.o \
 		$(O)/vmm/kvm.o
 	$(quiet) LD $@
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CRIT_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CRIT_LIBS) $(SECCOMP_LIBS) $(LDLIBS)
 
 $(STRESS): $(O)/tests/stress_pool.o $(CORE_OBJS)
 	$(quiet) LD $@
