@@ -23,6 +23,7 @@
 #include "stats.h"
 #include "../lib/file.h"
 #include "../lib/log.h"
+#include "../lib/thread.h"
 #include "../zeroing/backend.h"
 #include "../zeroing/calibrate.h"
 #include "../zeroing/guest.h"
@@ -699,6 +700,7 @@ static void *serve_thread(void *arg)
 	bool failed = false;
 
 	log_guest = v; /* what this thread says is the guest's */
+	thread_name("zvmm-serve");
 
 	for (;;) {
 		int ret = poll(p, 2, -1);

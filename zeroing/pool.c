@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../lib/inject.h"
+#include "../lib/thread.h"
 #include "calibrate.h"
 #include "pool.h"
 
@@ -317,6 +318,7 @@ static void *worker(void *arg)
 	struct timespec ts;
 	struct job *job;
 
+	thread_name("zvmm-worker");
 	pin(wa);
 	pthread_mutex_lock(&pool->lock);
 	while (!pool->stop) {

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "../lib/clock.h"
+#include "../lib/thread.h"
 #include "verify.h"
 
 #define VERIFY_MAX_THREADS 64
@@ -58,6 +59,13 @@ static void *verify_thread(void *p)
 	return NULL;
 }
 
+/* A thread of its own: named (the caller's share runs unnamed). */
+static void *verify_start(void *p)
+{
+	thread_name("zvmm-verify");
+	return verify_thread(p);
+}
+
 uint64_t zero_verify_pages(struct zero_mem *m, unsigned int threads,
 			   double *seconds)
 {
@@ -89,7 +97,7 @@ uint64_t zero_verify_pages(struct zero_mem *m, unsigned int threads,
 		/* The caller's own thread takes the first share, and any
 		 * share whose thread cannot start. */
 		a[i].started = i && !pthread_create(&a[i].tid, NULL,
-						    verify_thread, &a[i]);
+						    verify_start, &a[i]);
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	for (i = 1; i < n; i++)
