@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "file.h"
@@ -88,6 +90,109 @@ int safe_dir_open(const char *path, bool create, char *why, size_t len)
 		return -EPERM;
 	}
 	return fd;
+}
+
+/* A directory on the way: its handle, never a symbolic link's target. */
+#define WALK_FLAGS (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+/*
+ * @name in @dirfd would not open (@err): -ELOOP when it is a symbolic
+ * link, as openat2 says. O_NOFOLLOW refuses one with ELOOP, but with
+ * O_PATH opens the link itself, which O_DIRECTORY then refuses with
+ * ENOTDIR. A name swapped meanwhile changes only which error is said.
+ */
+static int walk_error(int dirfd, const char *name, int err)
+{
+	struct stat st;
+
+	if ((err == ENOTDIR || err == ELOOP) &&
+	    !fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) &&
+	    S_ISLNK(st.st_mode))
+		return -ELOOP;
+	return -err;
+}
+
+/*
+ * openat2's RESOLVE_NO_SYMLINKS by hand: each component opened in the
+ * directory before it with O_NOFOLLOW. Empty components are skipped;
+ * "." and ".." are opened as any other name, so the kernel resolves them
+ * from the directory reached, as it does for openat2.
+ */
+static int walk_dir(const char *path, int flags)
+{
+	char name[NAME_MAX + 1];
+	const char *p = path, *end;
+	int dirfd = AT_FDCWD, fd;
+	bool last = false;
+
+	if (!*p)
+		return -ENOENT;
+	if (strlen(p) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	while (*p == '/')
+		p++;
+	if (p != path) {
+		/* "/" is no link: opened as asked when it is all there is. */
+		dirfd = open("/", *p ? WALK_FLAGS : flags);
+		if (dirfd < 0)
+			return -errno;
+		if (!*p)
+			return dirfd;
+	}
+	for (;;) {
+		end = strchrnul(p, '/');
+		if (end - p > NAME_MAX) {
+			fd = -ENAMETOOLONG;
+		} else {
+			memcpy(name, p, (size_t)(end - p));
+			name[end - p] = '\0';
+			for (p = end; *p == '/'; p++)
+				;
+			last = !*p;
+			fd = openat(dirfd, name,
+				    last ? flags | O_NOFOLLOW : WALK_FLAGS);
+			if (fd < 0)
+				fd = walk_error(dirfd, name, errno);
+		}
+		if (dirfd != AT_FDCWD)
+			close(dirfd);
+		if (fd < 0 || last)
+			return fd;
+		dirfd = fd;
+	}
+}
+
+int safe_dir_nofollow(const char *path, int flags)
+{
+	struct open_how how = {
+		.resolve = RESOLVE_NO_SYMLINKS,
+	};
+	int fd;
+
+	if (flags & ~O_PATH)
+		return -EINVAL;
+	flags |= O_DIRECTORY | O_CLOEXEC;
+	how.flags = (unsigned int)flags;
+	fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	if (fd >= 0)
+		return fd;
+	/*
+	 * EXDEV is RESOLVE_NO_XDEV's refusal of a jump, not expected here:
+	 * read as a link on the path, as it always was, never as a reason
+	 * to walk.
+	 */
+	if (errno == ELOOP || errno == EXDEV)
+		return -ELOOP;
+	/*
+	 * Refused: ENOSYS from a kernel before 5.6, valgrind or a seccomp
+	 * filter, EPERM from the filters of older container runtimes.
+	 * openat2 itself has no EPERM for a directory opened O_PATH or
+	 * O_RDONLY; were one to come (an LSM), the walk meets it too and
+	 * says it, so the walk is never a way around a refusal.
+	 */
+	if (errno != ENOSYS && errno != EPERM)
+		return -errno;
+	return walk_dir(path, flags);
 }
 
 int safe_write_at(int dirfd, const char *name, const void *buf, size_t len)

@@ -35,6 +35,19 @@ int safe_dir_open(const char *path, bool create, char *why, size_t why_len)
 	__attribute__((warn_unused_result));
 
 /*
+ * Opens directory @path without following a symbolic link in any of its
+ * components, the last one included: openat2(2) RESOLVE_NO_SYMLINKS or,
+ * where openat2 is refused (ENOSYS or EPERM: an older kernel, valgrind,
+ * a seccomp filter), one component at a time with O_NOFOLLOW from "/"
+ * or the working directory. @flags: O_PATH for a handle, 0 for one that
+ * reads the directory; O_DIRECTORY | O_CLOEXEC is added. Returns the fd,
+ * -ELOOP for a symbolic link on the path, -ENOTDIR, -ENOENT, or another
+ * negative errno: the same both ways.
+ */
+int safe_dir_nofollow(const char *path, int flags)
+	__attribute__((warn_unused_result));
+
+/*
  * Replaces @name in @dirfd with @len bytes of @buf, atomically: a new
  * file of a random name (O_CREAT | O_EXCL | O_NOFOLLOW, mode 0600),
  * written and synced, renamed over @name, then the directory synced.

@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/openat2.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -1093,28 +1092,25 @@ static bool client_read(struct client *cl)
  */
 /*
  * A directory of zvmmd's, made with @mode when missing, opened without
- * following a symbolic link anywhere in @path (openat2), and root's and
- * writable by root alone: otherwise another user could swap what is in
- * it (a chunk directory for a symbolic link that points a mount of
- * zvmmd's anywhere, a socket for theirs). Returns the fd or -errno.
+ * following a symbolic link anywhere in @path (safe_dir_nofollow():
+ * openat2, or one component at a time where openat2 is refused), and
+ * root's and writable by root alone: otherwise another user could swap
+ * what is in it (a chunk directory for a symbolic link that points a
+ * mount of zvmmd's anywhere, a socket for theirs). Returns the fd or
+ * -errno.
  */
 static int safe_dir(const char *path, mode_t mode, const char *key)
 {
-	struct open_how how = {
-		.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-		.resolve = RESOLVE_NO_SYMLINKS,
-	};
 	struct stat st;
-	int fd, ret;
+	int fd;
 
 	if (mkdir(path, mode) && errno != EEXIST)
 		return -errno;
-	fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	fd = safe_dir_nofollow(path, 0);
 	if (fd < 0) {
-		ret = -errno;
 		err_("%s %s: cannot open it without following a symbolic link: %s (give a path without one)",
-		     key, path, strerror(-ret));
-		return ret;
+		     key, path, strerror(-fd));
+		return fd;
 	}
 	if (fstat(fd, &st) || st.st_uid != 0 || (st.st_mode & 022)) {
 		err_("%s %s: must be root's and writable by root alone (chown root; chmod go-w)",

@@ -2,7 +2,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <linux/openat2.h>
 #include <poll.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,6 +13,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -426,6 +429,34 @@ void test_need_root(const char *why)
 {
 	if (geteuid() != 0)
 		test_skip(TEST_NEED_ROOT, "%s", why);
+}
+
+void test_refuse_openat2(int err)
+{
+	struct open_how how = { .flags = O_PATH | O_DIRECTORY | O_CLOEXEC };
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+	int ret;
+
+	cr_assert(ctx, "seccomp_init failed");
+	ret = seccomp_rule_add(ctx, SCMP_ACT_ERRNO((unsigned int)err),
+			       SCMP_SYS(openat2), 0);
+	cr_assert_eq(ret, 0, "seccomp_rule_add: %s", strerror(-ret));
+	/* What lets a process without CAP_SYS_ADMIN load a filter. */
+	ret = prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+	cr_assert_eq(ret, 0, "PR_SET_NO_NEW_PRIVS: %s", strerror(errno));
+	ret = seccomp_load(ctx);
+	seccomp_release(ctx);
+	if (ret == -EINVAL)
+		test_skip(TEST_NEED_KERNEL, "no seccomp filters: %s",
+			  strerror(-ret));
+	cr_assert_eq(ret, 0, "seccomp_load: %s", strerror(-ret));
+	errno = 0;
+	ret = (int)syscall(SYS_openat2, AT_FDCWD, "/", &how, sizeof(how));
+	if (ret >= 0)
+		close(ret);
+	cr_assert(ret < 0 && errno == err,
+		  "openat2 under a filter that refuses it (%s): %d (%s)",
+		  strerror(err), ret, strerror(errno));
 }
 
 void test_mount_pool(const char *mnt, uint64_t page, bool *mounted)

@@ -160,6 +160,15 @@ void test_need_1g(void);
 void test_need_root(const char *why);
 
 /*
+ * From here on openat2(2) fails with @err (ENOSYS or EPERM) in this
+ * process and in whatever it forks and executes: a seccomp filter, as
+ * valgrind, an older kernel or a container runtime's filter refuse it.
+ * Criterion runs each test in a process of its own, so the filter ends
+ * with the test. Fails the test unless openat2 then answers @err.
+ */
+void test_refuse_openat2(int err);
+
+/*
  * A pool test's scratch: a hugetlbfs mount of @page pages at @mnt (the
  * test skips when it cannot be made) and, at the end, the pool file in
  * it, the mount, and the state record directory @state removed.

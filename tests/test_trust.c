@@ -10,7 +10,8 @@
  *   the command that fixes it) and left exactly as they were: another
  *   owner, a group or other write bit, a symlink on the path, a
  *   directory others can write that is not sticky; an empty file zvmm
- *   did not create is never unlinked;
+ *   did not create is never unlinked; the same with openat2(2) refused
+ *   by a seccomp filter (suites trust_openat2_enosys, _eperm);
  * - a pool another process has open or mapped is refused, naming it;
  * - writers between launches (through a shared mapping, aiming around
  *   the lines zvmm used to sample, or setting the times back) and
@@ -118,6 +119,34 @@ static void teardown(void)
 }
 
 TestSuite(trust, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(trust_openat2_enosys, .init = setup, .fini = teardown,
+	  .timeout = 120);
+TestSuite(trust_openat2_eperm, .init = setup, .fini = teardown, .timeout = 120);
+
+/*
+ * A test of a named pool's path and directory, as it is and again with
+ * openat2(2) refused as valgrind, an older kernel or a container
+ * runtime's seccomp filter refuse it (ENOSYS, EPERM): the directory is
+ * then reached one component at a time, and the boundary is the same.
+ * The filter is the test process's and the zvmm it runs inherits it.
+ */
+#define PATH_TEST(name)                      \
+	static void name(void);              \
+	Test(trust, name)                    \
+	{                                    \
+		name();                      \
+	}                                    \
+	Test(trust_openat2_enosys, name)     \
+	{                                    \
+		test_refuse_openat2(ENOSYS); \
+		name();                      \
+	}                                    \
+	Test(trust_openat2_eperm, name)      \
+	{                                    \
+		test_refuse_openat2(EPERM);  \
+		name();                      \
+	}                                    \
+	static void name(void)
 
 /* Root, two pools' worth of free 2 MiB pages, a hugetlbfs mount. */
 static void need_pool(void)
@@ -613,7 +642,7 @@ static void refused(const char *path, bool loop_ok, const char *fix,
 			 what);
 }
 
-Test(trust, pool_of_another_owner_is_refused)
+PATH_TEST(pool_of_another_owner_is_refused)
 {
 	need_pool();
 	/* A record for it, left while it was ours: neither read nor used. */
@@ -622,7 +651,7 @@ Test(trust, pool_of_another_owner_is_refused)
 	refused(pool, false, "chown", "a pool owned by uid 65534");
 }
 
-Test(trust, pool_others_can_write_is_refused)
+PATH_TEST(pool_others_can_write_is_refused)
 {
 	static const mode_t modes[] = { 0620, 0602, 0666 };
 
@@ -638,7 +667,7 @@ Test(trust, pool_others_can_write_is_refused)
 }
 
 /* hugetlbfs has no symlinks: the links live in /tmp, beside the mount. */
-Test(trust, symlink_to_the_pool_is_refused)
+PATH_TEST(symlink_to_the_pool_is_refused)
 {
 	need_pool();
 	make_file(pool, POOL_BYTES, 0600, 0);
@@ -646,7 +675,7 @@ Test(trust, symlink_to_the_pool_is_refused)
 	refused(dirlink, true, NULL, "a symlink to the pool");
 }
 
-Test(trust, symlinked_directory_on_the_path_is_refused)
+PATH_TEST(symlinked_directory_on_the_path_is_refused)
 {
 	char path[160];
 
@@ -661,7 +690,7 @@ Test(trust, symlinked_directory_on_the_path_is_refused)
  * A new pool through a symlinked directory, or through a symlink to
  * where no file is: zvmm creates nothing.
  */
-Test(trust, symlink_creates_no_pool)
+PATH_TEST(symlink_creates_no_pool)
 {
 	char path[160], target[128];
 	int ret;
@@ -687,7 +716,7 @@ Test(trust, symlink_creates_no_pool)
 		      "zvmm created the symlink's target");
 }
 
-Test(trust, pool_in_a_directory_others_can_write_is_refused)
+PATH_TEST(pool_in_a_directory_others_can_write_is_refused)
 {
 	char dir[96];
 
@@ -705,7 +734,7 @@ Test(trust, pool_in_a_directory_others_can_write_is_refused)
 		     "a pool in a sticky directory was refused: %s", logged);
 }
 
-Test(trust, new_pool_in_a_directory_others_can_write_is_refused)
+PATH_TEST(new_pool_in_a_directory_others_can_write_is_refused)
 {
 	char dir[96];
 	int ret;
@@ -722,7 +751,7 @@ Test(trust, new_pool_in_a_directory_others_can_write_is_refused)
 }
 
 /* A new pool is the euid's, 0600, whatever the umask. */
-Test(trust, new_pool_is_the_euids_and_private)
+PATH_TEST(new_pool_is_the_euids_and_private)
 {
 	struct stat st;
 	mode_t old;
@@ -738,7 +767,7 @@ Test(trust, new_pool_is_the_euids_and_private)
 }
 
 /* The same as another user: its pool is its own, 0600. */
-Test(trust, new_pool_of_a_user_is_its_own)
+PATH_TEST(new_pool_of_a_user_is_its_own)
 {
 	char dir[96], ustate[96], cmd[160];
 	struct stat st;
@@ -770,7 +799,7 @@ Test(trust, new_pool_of_a_user_is_its_own)
 }
 
 /* The binary: exit 3, the fix on standard error, the file untouched. */
-Test(trust, binary_refuses_a_pool_outside_the_boundary)
+PATH_TEST(binary_refuses_a_pool_outside_the_boundary)
 {
 	static const struct {
 		mode_t mode;
@@ -798,6 +827,25 @@ Test(trust, binary_refuses_a_pool_outside_the_boundary)
 			  cases[i].uid, cases[i].fix, r.out);
 		same_file(pool, &s, cases[i].fix);
 	}
+}
+
+/* The binary: a symlink on the pool's path is exit 3, saying so. */
+PATH_TEST(binary_refuses_a_symlink_on_the_pool_path)
+{
+	char path[160];
+
+	need_pool();
+	make_file(pool, POOL_BYTES, 0600, 0);
+	cr_assert_eq(symlink(mnt, dirlink), 0, "%s", strerror(errno));
+	snprintf(path, sizeof(path), "%s/pool", dirlink);
+	cr_assert_eq(test_run_zvmm((const char *[]){ "prezero", "--mem", "16M",
+						     "--pool", path, "--quiet",
+						     NULL },
+				   false, &r),
+		     0);
+	cr_expect_eq(r.status, 3, "status %d: %s", r.status, r.out);
+	cr_expect(strstr(r.out, "a symbolic link is on its path"),
+		  "no 'a symbolic link is on its path' in: %s", r.out);
 }
 
 /*

@@ -7,7 +7,9 @@
  * closed, that was killed with -9, or that left a child holding it (then
  * quarantined and never leased again while held); a daemon killed with -9
  * trusts nothing it left; many clients at once; hostile messages; a peer
- * outside the group.
+ * outside the group. Its directories, and leases through them, again
+ * with openat2(2) refused by a seccomp filter (suites
+ * zvmmd_openat2_enosys, _eperm).
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -181,6 +183,46 @@ static void teardown(void)
 }
 
 TestSuite(zvmmd, .init = setup, .fini = teardown, .timeout = 120);
+
+/*
+ * zvmmd, and every zvmmd a test starts, with openat2 refused as an older
+ * kernel or a container runtime's seccomp filter refuse it: its
+ * directories are then opened one component at a time, and must be
+ * refused and used as they are with openat2.
+ */
+static void setup_enosys(void)
+{
+	test_refuse_openat2(ENOSYS);
+	setup();
+}
+
+static void setup_eperm(void)
+{
+	test_refuse_openat2(EPERM);
+	setup();
+}
+
+TestSuite(zvmmd_openat2_enosys, .init = setup_enosys, .fini = teardown,
+	  .timeout = 120);
+TestSuite(zvmmd_openat2_eperm, .init = setup_eperm, .fini = teardown,
+	  .timeout = 120);
+
+/* A test of zvmmd's directories: as it is, and with openat2 refused. */
+#define DIR_TEST(name)                   \
+	static void name(void);          \
+	Test(zvmmd, name)                \
+	{                                \
+		name();                  \
+	}                                \
+	Test(zvmmd_openat2_enosys, name) \
+	{                                \
+		name();                  \
+	}                                \
+	Test(zvmmd_openat2_eperm, name)  \
+	{                                \
+		name();                  \
+	}                                \
+	static void name(void)
 
 /* For the tests that boot a guest: said before zvmmd starts. */
 static void setup_kvm(void)
@@ -377,7 +419,7 @@ static void wait_status(const char *key, long long want)
  * writes marks where no one samples, and gives it back; no chunk (inode)
  * is ever handed out twice.
  */
-Test(zvmmd, tenant_after_tenant_reads_zero_never_the_same_chunk)
+DIR_TEST(tenant_after_tenant_reads_zero_never_the_same_chunk)
 {
 	ino_t seen[64];
 	unsigned int nseen = 0;
@@ -575,7 +617,7 @@ Test(zvmmd, a_second_zvmmd_on_one_config_is_refused)
  * symbolic link (zvmmd mounts there as root): writable by others, or
  * reached through a link. Refused at start, nothing mounted.
  */
-Test(zvmmd, a_chunk_dir_others_could_change_is_refused)
+DIR_TEST(a_chunk_dir_others_could_change_is_refused)
 {
 	static const char *const how[] = { "writable", "link" };
 	char sub[128], other[160], log[2048], text[512], c2[160];

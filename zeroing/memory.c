@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <linux/openat2.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +11,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include <linux/magic.h>
@@ -361,7 +359,8 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 
 /*
  * A named pool's directory, opened O_PATH with no symbolic link in any
- * component of the path (openat2 RESOLVE_NO_SYMLINKS), and checked: the
+ * component of the path (safe_dir_nofollow(): openat2 RESOLVE_NO_SYMLINKS,
+ * or one component at a time where openat2 is refused), and checked: the
  * euid's or root's, and no one else may write it unless it is sticky.
  * Everything after works on this fd, so a component renamed or replaced
  * after the check changes nothing.
@@ -369,10 +368,6 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 static int open_pool_dir(const char *path, struct zero_mem *m, char *err,
 			 size_t len)
 {
-	struct open_how how = {
-		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-		.resolve = RESOLVE_NO_SYMLINKS,
-	};
 	char dir[PATH_MAX];
 	const char *base;
 	struct stat st;
@@ -386,8 +381,8 @@ static int open_pool_dir(const char *path, struct zero_mem *m, char *err,
 		return -EINVAL;
 	}
 	snprintf(m->name, sizeof(m->name), "%s", base);
-	fd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof(how));
-	if (fd < 0 && (errno == ELOOP || errno == EXDEV)) {
+	fd = safe_dir_nofollow(dir, O_PATH);
+	if (fd == -ELOOP) {
 		snprintf(
 			err, len,
 			"mem.pool_path %s: a symbolic link is on its path, and zvmm follows none to a pool: give the path without links (realpath -e %s)",
@@ -395,12 +390,10 @@ static int open_pool_dir(const char *path, struct zero_mem *m, char *err,
 		return -EPERM;
 	}
 	if (fd < 0) {
-		int e = errno;
-
 		snprintf(err, len,
 			 "mem.pool_path %s: cannot reach its directory: %s",
-			 path, strerror(e));
-		return -e;
+			 path, strerror(-fd));
+		return fd;
 	}
 	m->dirfd = fd;
 	if (fstat(fd, &st)) {
