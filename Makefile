@@ -394,12 +394,15 @@ endif
 # Tenants of libzvmm under a seccomp filter of its SECCOMP list
 # (tests/test_seccomp.c): always a plain build, linked with libzvmm.a,
 # since a sanitizer's runtime makes system calls of its own.
+# zvmmd runs under its unit's filter the same way: the plain one.
 ifneq ($(SANITIZE),)
 SECCOMP_TENANT := build/tests/seccomp-tenant
-$(SECCOMP_TENANT): FORCE
+SECCOMP_ZVMMD := build/zvmmd
+$(SECCOMP_TENANT) $(SECCOMP_ZVMMD): FORCE
 	$(Q)$(MAKE) --no-print-directory O=build SANITIZE= $@
 else
 SECCOMP_TENANT := $(O)/tests/seccomp-tenant
+SECCOMP_ZVMMD := $(ZVMMD)
 $(SECCOMP_TENANT): $(O)/tests/seccomp_tenant.o $(LIBZ_A)
 	$(quiet) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(SECCOMP_LIBS) $(LIBZ_LIBS)
@@ -434,7 +437,7 @@ abi-check: lib
 	else echo "abi-check: skipped: no abidiff (make deps: abigail-tools)"; fi
 
 test-unit: $(O)/zvmm $(ZVMMD) $(HOSTILE_ELF) $(TEST_RUNNER) $(STRESS) $(MODEL) lib \
-		$(SECCOMP_TENANT) \
+		$(SECCOMP_TENANT) $(SECCOMP_ZVMMD) \
 		header-cxx abi-check static-check rust-sys-check
 	$(Q)rm -rf $(O)/test-cache $(O)/test-state $(O)/test-report.tap \
 		$(O)/test-fini.log
@@ -446,6 +449,7 @@ test-unit: $(O)/zvmm $(ZVMMD) $(HOSTILE_ELF) $(TEST_RUNNER) $(STRESS) $(MODEL) l
 	$(MODEL) $(MODEL_SEEDS) || st=1; \
 	ZVMM_BIN=$(O)/zvmm ZVMMD_BIN=$(O)/zvmmd ZVMM_LIB=$(abspath $(TEST_LIB)) \
 		ZVMM_SECCOMP_TENANT=$(abspath $(SECCOMP_TENANT)) \
+		ZVMM_SECCOMP_ZVMMD=$(abspath $(SECCOMP_ZVMMD)) \
 		ZVMM_TEST_FINI_LOG=$(abspath $(O))/test-fini.log \
 		$(TEST_RUNNER) -j1 --tap=$(O)/test-report.tap $(TEST_ARGS) || st=1; \
 	if [ -f $(O)/test-report.tap ]; then \

@@ -201,6 +201,7 @@ IMPORTS = {
     'rename': 'rename', 'renameat': 'renameat', 'unlink': 'unlink',
     'unlinkat': 'unlinkat', 'flock': 'flock', 'fcntl': 'fcntl',
     'faccessat': 'faccessat2 faccessat', 'memfd_create': 'memfd_create',
+    'readlink': 'readlink',
     'ioctl': 'ioctl', 'poll': 'poll',
     'epoll_create1': 'epoll_create1', 'epoll_ctl': 'epoll_ctl',
     'epoll_wait': 'epoll_wait', 'eventfd': 'eventfd2',
@@ -252,8 +253,10 @@ IMPORTS = {
 }
 # syscall(2) in zvmmd: SYS_pidfd_open for each peer, SYS_openat2
 DAEMON_SYSCALL = 'pidfd_open openat2'
-# No system call: strings, numbers, formatting into memory, the ABI.
+# No system call: strings, numbers, formatting into memory, the ABI;
+# and a sanitizer build's runtime (SANITIZE=), which is not the library.
 PURE = re.compile(r'^(_ITM_|__cxa_finalize|__gmon_start__|__ctype_|'
+                  r'__(asan|ubsan|tsan|lsan|sanitizer)_|'
                   r'__errno_location|__tls_get_addr|__isoc99_sscanf|'
                   r'mem(chr|cmp|cpy|move|set)$|str|snprintf|vsnprintf|'
                   r'qsort|dirname|dirfd|fileno|ferror|sigfillset|stderr|'
