@@ -112,7 +112,8 @@ ARM64_TEST := $(O)/tests/arm64/test-arm64
 .DELETE_ON_ERROR:
 .PHONY: all lib install uninstall example test test-arm64 test-unit \
 	bench bench-smoke bench-backends \
-	bench-launch bench-demand bench-storm deps clean schema header-cxx \
+	bench-launch bench-demand bench-storm bench-record-soak deps clean \
+	schema header-cxx \
 	abi-check \
 	static-check \
 	format fuzz fuzz-seeds fuzz-smoke fuzz-run FORCE
@@ -499,6 +500,11 @@ bench-launch: $(O)/zvmm
 
 bench-demand: $(O)/zvmm $(O)/bench/poison
 	$(Q)ZVMM=$(O)/zvmm POISON=$(O)/bench/poison bash bench/demand.sh
+
+# The state directory bounded over pool files that come and go
+# (bench/record-soak.sh, root, DURATION=600 s; no /dev/kvm needed).
+bench-record-soak: $(O)/zvmm
+	$(Q)ZVMM=$(O)/zvmm bash bench/record-soak.sh
 
 # libFuzzer targets for the parsers (fuzz/README.md): clang with ASan and
 # UBSan, every module they link compiled again under build/fuzz/obj/.

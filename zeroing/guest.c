@@ -464,8 +464,9 @@ void zero_guest_stop(struct zero_guest *g)
  * and the record would vouch for its bytes: one that has it open or
  * mapped now, or one that mapped or read it since the stamp (its atime
  * moved; where the mount keeps access times). Then no record is written
- * and the next launch scrubs: a warning, not an error. Returns 0 or a
- * negative errno for I/O trouble.
+ * and the next launch scrubs: a warning, not an error. So too when no
+ * path names the file any more: a record of it could not be pruned once
+ * it is gone. Returns 0 or a negative errno for I/O trouble.
  */
 static int keep_record(struct zero_guest *g)
 {
@@ -501,6 +502,11 @@ static int keep_record(struct zero_guest *g)
 			ret == -EBUSY ?
 				"was opened by another process as the record was being written" :
 				"changed while the record was being written");
+		return 0;
+	}
+	if (ret == -ESTALE) {
+		pr_warn("no state record is written: pool %s is no longer at a path that names it (it or its directory was removed or renamed during the launch)",
+			m->path);
 		return 0;
 	}
 	if (ret == -EPERM)

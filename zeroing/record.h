@@ -2,6 +2,7 @@
 #ifndef ZVMM_ZEROING_RECORD_H
 #define ZVMM_ZEROING_RECORD_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,6 +26,10 @@
  * after the file's device and inode. A directory outside the trust
  * boundary (not owned by the euid or root, or writable by group or
  * others) is never read or written: docs/DESIGN.md 3, "Threat model".
+ *
+ * Since version 4 it also holds the file's absolute path, which only
+ * the pruning of records reads (zero_record_write()): whether a record
+ * is trusted depends on the file it is read for, never on the path.
  */
 
 /* What a record vouches for: the identity of one pool file. */
@@ -32,21 +37,36 @@ struct zero_record {
 	uint64_t version, device, inode, size, page_size, pages;
 	uint64_t mtime_ns, ctime_ns, atime_ns; /* the file's, after the stamp */
 	uint64_t boot_hi, boot_lo; /* /proc/sys/kernel/random/boot_id */
+	/* where the file was when the record was written; "" before
+	 * version 4 (the checksum then covers the numbers alone) */
+	char path[PATH_MAX];
 };
 
-/* Room for any record's text. */
-#define ZERO_RECORD_TEXT_MAX 640
+/* The version zvmm writes, and the only one it trusts. */
+#define ZERO_RECORD_VERSION 4
 
 /*
- * Writes the text of a record for @r, checksum included, into @buf.
- * Returns its length as snprintf() does: @len or more means it was cut.
+ * Room for any record's text: about 500 bytes, and the path, escaped
+ * (up to 3 bytes for one) over lines of at most 120 (libinih reads a
+ * line of 199 at most).
+ */
+#define ZERO_RECORD_TEXT_MAX 16384
+
+/*
+ * Writes the text of a record for @r, checksum included, into @buf: the
+ * path (when r->path is set) with every byte but letters, digits and
+ * "/._-+,@~" written as %XX, so no byte of it can end a line, start a
+ * comment or be trimmed. Returns its length as snprintf() does: @len or
+ * more means it was cut.
  */
 int zero_record_format(const struct zero_record *r, char *buf, size_t len);
 
 /*
  * Parses the @len bytes of record text at @text (no NUL needed) into *r.
- * Returns 0 when every key is there, the state is zero and the checksum
- * holds; -EINVAL for text that is malformed or incomplete, -EBADMSG for a
+ * Returns 0 when every key is there (path is optional: records before
+ * version 4 have none), the state is zero, a path is absolute and
+ * escaped as zero_record_format() escapes it, and the checksum holds;
+ * -EINVAL for text that is malformed or incomplete, -EBADMSG for a
  * checksum that does not match. Whether it describes a given pool file
  * is the caller's question.
  */
@@ -64,16 +84,22 @@ int zero_record_identity(const struct zero_mem *m, const struct stat *st,
 /*
  * Writes the record for @m, whose pages must all be ZERO: stamps the
  * file, then writes the record in the state directory (a temporary file
- * of a random name, fsync, rename, fsync of the directory), removing
- * records there that were written before the last boot. It first waits
- * for the coarse clock to pass the stamp's ctime (at most one tick), so
- * any later change of the file's times shows, and checks after the stamp
- * with @alone (zero_mem_check_alone(); NULL: not checked) that no other
- * process holds the file. Returns 0, -EPERM when the state
+ * of a random name, fsync, rename, fsync of the directory). It first
+ * waits for the coarse clock to pass the stamp's ctime (at most one
+ * tick), so any later change of the file's times shows, and checks after
+ * the stamp with @alone (zero_mem_check_alone(); NULL: not checked) that
+ * no other process holds the file. The record holds the file's absolute
+ * path, which must name the file itself then. Before writing it removes
+ * the records there that no launch could trust again, so the directory
+ * holds at most one record per pool file that exists: those written
+ * before the last boot or by another version of zvmm, those that are no
+ * record, and those whose path no longer names a file of the device,
+ * inode and ctime they recorded. Returns 0, -EPERM when the state
  * directory is outside the trust boundary or unusable (said once per
  * process; no record), -EBUSY when another process holds the file,
- * -EAGAIN when the file's times changed meanwhile, or another negative
- * errno.
+ * -EAGAIN when the file's times changed meanwhile, -ESTALE when no path
+ * names the file any more (it or its directory was removed or renamed
+ * during the launch), or another negative errno.
  */
 typedef int zero_record_check_fn(const struct zero_mem *m, char *why,
 				 size_t len);
