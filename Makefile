@@ -523,13 +523,13 @@ FUZZ_LIBS = $(shell $(PKG_CONFIG) --libs inih numa json-c 2>/dev/null)
 
 FUZZ_size_SRCS := lib/size.c
 FUZZ_policy_SRCS := zeroing/policy.c lib/size.c lib/file.c lib/inibuf.c \
-	lib/inival.c
+	lib/inival.c lib/ranges.c
 FUZZ_pvh_SRCS := vmm/pvh.c vmm/kvm.c lib/log.c lib/inject.c lib/clock.c
 FUZZ_report_SRCS := vmm/devices.c vmm/kvm.c lib/log.c lib/inject.c lib/clock.c
 FUZZ_record_SRCS := zeroing/record.c lib/file.c lib/inibuf.c lib/safefile.c lib/log.c
 FUZZ_zvmmd_SRCS := service/proto.c
 FUZZ_zvmmd_conf_SRCS := service/config.c lib/file.c lib/inibuf.c \
-	lib/inival.c lib/safefile.c lib/size.c
+	lib/inival.c lib/ranges.c lib/safefile.c lib/size.c
 FUZZ_status_SRCS := service/status.c lib/size.c
 FUZZ_profile_SRCS := zeroing/calibrate.c zeroing/backend.c $(ARCH_SRCS) \
 	lib/clock.c lib/file.c lib/inibuf.c lib/log.c lib/safefile.c \

@@ -24,4 +24,24 @@
 int inibuf_parse(const char *text, size_t len, ini_handler handler, void *user,
 		 bool *too_long) __attribute__((warn_unused_result));
 
+/*
+ * A handler told what libinih tells none as distributions build it
+ * (INI_HANDLER_LINENO and INI_CALL_HANDLER_ON_NEW_SECTION off): the
+ * @line of the call, and each section header, as a call with @name and
+ * @value NULL before the section's keys, whether it has any or not.
+ * @section is then the name as written between '[' and ']'. Returns
+ * nonzero to go on, 0 for an error at @line.
+ */
+typedef int inibuf_handler(void *user, int line, const char *section,
+			   const char *name, const char *value);
+
+/*
+ * inibuf_parse() with such a handler, from the same one pass over the
+ * text (the lines are counted as the reader hands them to libinih), and
+ * *@lines the number of lines read: all of them when the text parsed.
+ */
+int inibuf_parse_lines(const char *text, size_t len, inibuf_handler *handler,
+		       void *user, bool *too_long, int *lines)
+	__attribute__((warn_unused_result));
+
 #endif

@@ -62,34 +62,26 @@ int safe_dir_open(const char *path, bool create, char *why, size_t len)
 			return -EPERM;
 		}
 	}
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		n = -errno;
-		/* Missing is only missing; anything else is unusable. */
-		if (n == -ENOENT && !create)
-			return n;
-		if (n == -ELOOP || n == -ENOTDIR)
-			snprintf(
-				why, len,
-				"%s is a symbolic link or not a directory: give a real directory",
-				path);
-		else
-			snprintf(why, len, "%s cannot be opened: %s", path,
-				 strerror(-n));
-		return -EPERM;
-	}
-	if (fstat(fd, &st)) {
-		n = -errno;
-		close(fd);
-		return n;
-	}
+	fd = safe_dir_trusted(path, SAFE_DIR_LAST, &st);
+	if (fd >= 0)
+		return fd;
 	/* zvmm's own: sticky is not enough, no one else writes here. */
-	if (!safe_owner_ok(&st, false)) {
+	if (fd == -EPERM && st.st_mode) {
 		say_why(path, &st, true, why, len);
-		close(fd);
 		return -EPERM;
 	}
-	return fd;
+	/* Missing is only missing; anything else is unusable. */
+	if (fd == -ENOENT && !create)
+		return fd;
+	if (fd == -ELOOP || fd == -ENOTDIR)
+		snprintf(
+			why, len,
+			"%s is a symbolic link or not a directory: give a real directory",
+			path);
+	else
+		snprintf(why, len, "%s cannot be opened: %s", path,
+			 strerror(-fd));
+	return -EPERM;
 }
 
 /* A directory on the way: its handle, never a symbolic link's target. */
@@ -193,6 +185,38 @@ int safe_dir_nofollow(const char *path, int flags)
 	if (errno != ENOSYS && errno != EPERM)
 		return -errno;
 	return walk_dir(path, flags);
+}
+
+int safe_dir_trusted(const char *path, unsigned int how, struct stat *st)
+{
+	int flags = how & SAFE_DIR_PATH ? O_PATH : O_RDONLY;
+	int fd, ret;
+	bool ok;
+
+	memset(st, 0, sizeof(*st));
+	if (how & SAFE_DIR_LAST) {
+		fd = open(path, flags | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+	} else {
+		fd = safe_dir_nofollow(path, flags);
+		if (fd < 0)
+			return fd;
+	}
+	if (fstat(fd, st)) {
+		ret = -errno;
+		memset(st, 0, sizeof(*st));
+		close(fd);
+		return ret;
+	}
+	if (how & SAFE_DIR_ROOT)
+		ok = st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH));
+	else
+		ok = safe_owner_ok(st, how & SAFE_DIR_STICKY);
+	if (ok)
+		return fd;
+	close(fd);
+	return -EPERM;
 }
 
 int safe_write_at(int dirfd, const char *name, const void *buf, size_t len)

@@ -23,7 +23,39 @@
 bool safe_owner_ok(const struct stat *st, bool dir);
 
 /*
- * Opens directory @path (O_DIRECTORY | O_NOFOLLOW), first creating it
+ * How a trusted directory is reached, and whose it must be. With none of
+ * these: no symbolic link in any component (safe_dir_nofollow()), and
+ * owned by the euid or root and writable by no one else.
+ */
+enum {
+	/*
+	 * Only the last component may not be a symbolic link (O_NOFOLLOW):
+	 * the state directory and the profile cache, as docs/DESIGN.md 3,
+	 * "Threat model", has them.
+	 */
+	SAFE_DIR_LAST = 1 << 0,
+	/* Writable by others and sticky is trusted too: a pool's directory. */
+	SAFE_DIR_STICKY = 1 << 1,
+	/* Root's alone, not the euid's: zvmmd's directories. */
+	SAFE_DIR_ROOT = 1 << 2,
+	/* An O_PATH handle, not one that reads the directory. */
+	SAFE_DIR_PATH = 1 << 3,
+};
+
+/*
+ * The one way a directory inside the trust boundary is opened: reached
+ * and checked as @how says, on the fd, so a component swapped after the
+ * check changes nothing. Returns the fd; the negative errno of reaching
+ * it (-ELOOP for a symbolic link @how refuses, -ENOTDIR, -ENOENT...),
+ * *@st then with st_mode 0; or -EPERM for a directory it reached that is
+ * not one @how trusts, *@st then saying whose it is and its mode, for
+ * the caller's message.
+ */
+int safe_dir_trusted(const char *path, unsigned int how, struct stat *st)
+	__attribute__((warn_unused_result));
+
+/*
+ * Opens directory @path (safe_dir_trusted(), SAFE_DIR_LAST), first creating it
  * and its missing parents with mode 0700 when @create. Returns the fd,
  * -ENOENT when it is missing (and not to be created), or -EPERM for any
  * directory that cannot be used: one that fails safe_owner_ok() (not

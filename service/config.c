@@ -12,6 +12,7 @@
 #include "../lib/file.h"
 #include "../lib/inibuf.h"
 #include "../lib/inival.h"
+#include "../lib/ranges.h"
 #include "../lib/safefile.h"
 #include "../lib/size.h"
 #include "../zeroing/policy.h"
@@ -110,8 +111,7 @@ static int set_group(char *out, size_t size, const char *v, char *err,
 static int set_cpus(char *out, size_t size, const char *v, char *err,
 		    size_t len)
 {
-	const char *p = v;
-	char *end;
+	int ret;
 
 	if (!*v || !strcmp(v, "any")) {
 		memset(out, 0, size);
@@ -123,55 +123,46 @@ static int set_cpus(char *out, size_t size, const char *v, char *err,
 			 v, size - 1);
 		return -EINVAL;
 	}
-	while (*p) {
-		unsigned long a, b;
-
-		if (*p < '0' || *p > '9')
-			goto bad;
-		a = strtoul(p, &end, 10);
-		b = a;
-		if (*end == '-') {
-			if (end[1] < '0' || end[1] > '9')
-				goto bad;
-			b = strtoul(end + 1, &end, 10);
-		}
-		if (b < a || b >= CPU_SETSIZE) {
-			snprintf(
-				err, len,
-				"bad CPU range in '%s': CPUs are 0 to %d, ranges ascending",
-				v, CPU_SETSIZE - 1);
-			return -EINVAL;
-		}
-		if (*end == ',' && end[1])
-			end++;
-		else if (*end)
-			goto bad;
-		p = end;
+	ret = range_list_parse(v, CPU_SETSIZE, NULL);
+	if (ret == -ERANGE) {
+		snprintf(
+			err, len,
+			"bad CPU range in '%s': CPUs are 0 to %d, ranges ascending",
+			v, CPU_SETSIZE - 1);
+		return -EINVAL;
+	}
+	if (ret) {
+		snprintf(
+			err, len,
+			"bad value '%s': expected 'any' or a list of CPUs such as 1 or 0-3,6",
+			v);
+		return -EINVAL;
 	}
 	memset(out, 0, size);
 	memcpy(out, v, strlen(v));
 	return 0;
-bad:
-	snprintf(
-		err, len,
-		"bad value '%s': expected 'any' or a list of CPUs such as 1 or 0-3,6",
-		v);
-	return -EINVAL;
 }
 
 /*
- * Which call of the handler last set a key that is checked against
- * another once the file is read (0: none): its line is found then, as
- * libinih gives a handler no line.
+ * The line of the last key that set what is checked against another key
+ * once the file is read (0: none).
  */
 struct pool_seen {
-	unsigned int chunk, low, high, max, node;
+	int chunk, low, high, max, node;
 };
 
+/*
+ * What the checks of the whole file need besides the config: the lines
+ * of keys and section headers, as inibuf_parse_lines() tells them in its
+ * one pass, and the first section that is none of zvmmd's (an error only
+ * once every key is read, so a key's error comes first).
+ */
 struct load_ctx {
 	struct zvmmd_config c;
 	struct pool_seen seen[ZVMMD_NR_POOLS];
-	unsigned int calls;
+	int header[ZVMMD_NR_POOLS]; /* a pool's first section header */
+	int unknown; /* line of the first unknown section header, or 0 */
+	char unknown_err[384];
 	char err[384]; /* first error only, as ini_parse reports its line */
 	bool failed;
 };
@@ -233,8 +224,8 @@ static void pool_on(struct zvmmd_config *c, unsigned int i)
 		c->pool[i].node = zvmmd_pool_section_node(i);
 }
 
-static int set_pool_key(struct load_ctx *x, unsigned int i, const char *key,
-			const char *v, char *err, size_t len)
+static int set_pool_key(struct load_ctx *x, unsigned int i, int line,
+			const char *key, const char *v, char *err, size_t len)
 {
 	struct zvmmd_pool_cfg *p = &x->c.pool[i];
 	struct pool_seen *s = &x->seen[i];
@@ -258,7 +249,7 @@ static int set_pool_key(struct load_ctx *x, unsigned int i, const char *key,
 		}
 		if (!ret) {
 			p->chunk_bytes = n;
-			s->chunk = x->calls;
+			s->chunk = line;
 		}
 		return ret;
 	}
@@ -266,10 +257,10 @@ static int set_pool_key(struct load_ctx *x, unsigned int i, const char *key,
 		ret = inival_size(v, "0", &n, 1, CONFIG_SIZE_MAX, err, len);
 		if (!ret && key[0] == 'l') {
 			p->low = n;
-			s->low = x->calls;
+			s->low = line;
 		} else if (!ret) {
 			p->high = n;
-			s->high = x->calls;
+			s->high = line;
 		}
 		return ret;
 	}
@@ -277,7 +268,7 @@ static int set_pool_key(struct load_ctx *x, unsigned int i, const char *key,
 		ret = inival_size(v, NULL, &n, 1, CONFIG_SIZE_MAX, err, len);
 		if (!ret) {
 			p->max = n;
-			s->max = x->calls;
+			s->max = line;
 		}
 		return ret;
 	}
@@ -293,7 +284,7 @@ static int set_pool_key(struct load_ctx *x, unsigned int i, const char *key,
 		unsigned long node;
 		char *end;
 
-		s->node = x->calls;
+		s->node = line;
 		if (!strcmp(v, "any")) {
 			p->node = -1;
 			return 0;
@@ -340,14 +331,14 @@ static int unknown_section(const char *section, char *err, size_t len)
 	return -EINVAL;
 }
 
-static int set_key(struct load_ctx *x, const char *section, const char *key,
-		   const char *v, char *err, size_t len)
+static int set_key(struct load_ctx *x, int line, const char *section,
+		   const char *key, const char *v, char *err, size_t len)
 {
 	struct zvmmd_config *c = &x->c;
 	int i = pool_index(section);
 
 	if (i >= 0)
-		return set_pool_key(x, (unsigned int)i, key, v, err, len);
+		return set_pool_key(x, (unsigned int)i, line, key, v, err, len);
 	if (!strcmp(section, "service")) {
 		if (!strcmp(key, "socket"))
 			return inival_path(c->socket, sizeof(c->socket),
@@ -415,14 +406,37 @@ static int set_key(struct load_ctx *x, const char *section, const char *key,
 	return unknown_section(section, err, len);
 }
 
-static int on_key(void *user, const char *section, const char *key,
+/*
+ * A section header, keys or none: [pages.2M] alone turns its pool on,
+ * [pages.4M] alone is an error (said after the keys' errors).
+ */
+static void on_section(struct load_ctx *x, int line, const char *section)
+{
+	int i = pool_index(section);
+
+	if (i >= 0) {
+		pool_on(&x->c, (unsigned int)i);
+		if (!x->header[i])
+			x->header[i] = line;
+	} else if (!x->unknown && strcmp(section, "service") &&
+		   strcmp(section, "scrub") && strcmp(section, "quarantine")) {
+		x->unknown = line;
+		unknown_section(section, x->unknown_err,
+				sizeof(x->unknown_err));
+	}
+}
+
+static int on_key(void *user, int line, const char *section, const char *key,
 		  const char *value)
 {
 	struct load_ctx *x = user;
 	char err[384];
 
-	x->calls++;
-	if (set_key(x, section, key, value, err, sizeof(err))) {
+	if (!key) {
+		on_section(x, line, section);
+		return 1;
+	}
+	if (set_key(x, line, section, key, value, err, sizeof(err))) {
 		if (!x->failed)
 			snprintf(x->err, sizeof(x->err), "%s", err);
 		x->failed = true;
@@ -431,85 +445,8 @@ static int on_key(void *user, const char *section, const char *key,
 	return 1;
 }
 
-/*
- * The lines as libinih reads them, for what its handler is not told:
- * sections without a key (still sections: [pages.2M] alone turns its
- * pool on, [pages.4M] alone is an error) and the line of each handler
- * call. Only walked over text libinih took without an error, where a
- * line is blank, a comment, a section, a key, or an indented line after
- * a key, which continues that key (one more handler call); blank and
- * comment lines do not end a key for that.
- */
-struct walk {
-	const char *text;
-	size_t len, pos;
-	int line;
-	bool after_key;
-};
-
-enum walk_item { WALK_END, WALK_SECTION, WALK_KEY };
-
-static bool is_blank(char ch)
-{
-	return ch == ' ' || (ch >= '\t' && ch <= '\r');
-}
-
-static enum walk_item walk_next(struct walk *w, char *section, size_t size)
-{
-	while (w->pos < w->len) {
-		const char *s = w->text + w->pos, *start = s, *e, *close;
-		size_t n = w->len - w->pos;
-
-		e = memchr(s, '\n', n);
-		if (e)
-			n = (size_t)(e - s) + 1;
-		w->pos += n;
-		w->line++;
-		/* A line ends at its first NUL for libinih. */
-		e = memchr(s, '\0', n);
-		if (!e)
-			e = s + n;
-		if (w->line == 1 && e - s >= 3 && !memcmp(s, "\xef\xbb\xbf", 3))
-			start += 3;
-		while (start < e && is_blank(*start))
-			start++;
-		while (e > start && is_blank(e[-1]))
-			e--;
-		if (start == e || *start == ';' || *start == '#')
-			continue;
-		if (w->after_key && start > s)
-			return WALK_KEY;
-		if (*start != '[') {
-			w->after_key = true;
-			return WALK_KEY;
-		}
-		/* libinih took it: the name ends at the first ']'. */
-		close = memchr(start, ']', (size_t)(e - start));
-		n = close ? (size_t)(close - start - 1) : 0;
-		snprintf(section, size, "%.*s", (int)n, start + 1);
-		w->after_key = false;
-		return WALK_SECTION;
-	}
-	return WALK_END;
-}
-
-static int call_line(const char *text, size_t len, unsigned int call)
-{
-	struct walk w = { .text = text, .len = len };
-	enum walk_item it;
-	unsigned int n = 0;
-	char s[64];
-
-	while ((it = walk_next(&w, s, sizeof(s))) != WALK_END)
-		if (it == WALK_KEY && ++n == call)
-			break;
-	return w.line;
-}
-
 /* The first error of the checks of the whole file, by line. */
 struct whole {
-	const char *text;
-	size_t len;
 	int line;
 	char err[384];
 };
@@ -528,12 +465,11 @@ whole_error(struct whole *k, int line, const char *fmt, ...)
 }
 
 /* The line of the later of two keys, or of @header when neither is set. */
-static int later_line(struct whole *k, unsigned int a, unsigned int b,
-		      int header)
+static int later_line(int a, int b, int header)
 {
-	unsigned int call = a > b ? a : b;
+	int line = a > b ? a : b;
 
-	return call ? call_line(k->text, k->len, call) : header;
+	return line ? line : header;
 }
 
 static void check_pool(struct whole *k, struct zvmmd_pool_cfg *p,
@@ -555,7 +491,7 @@ static void check_pool(struct whole *k, struct zvmmd_pool_cfg *p,
 	if (p->high % p->chunk_bytes) {
 		whole = p->high - p->high % p->chunk_bytes;
 		whole_error(
-			k, later_line(k, s->high, s->chunk, header),
+			k, later_line(s->high, s->chunk, header),
 			"high '%s' is not a multiple of chunk '%s': memory is held in whole chunks, give %s%s%s",
 			size_label(p->high, a, sizeof(a)), c,
 			whole ? size_label(whole, b, sizeof(b)) : "",
@@ -566,7 +502,7 @@ static void check_pool(struct whole *k, struct zvmmd_pool_cfg *p,
 	if (s->max && p->max % p->chunk_bytes) {
 		whole = p->max - p->max % p->chunk_bytes;
 		whole_error(
-			k, later_line(k, s->max, s->chunk, header),
+			k, later_line(s->max, s->chunk, header),
 			"max '%s' is not a multiple of chunk '%s': memory is held in whole chunks, give %s%s%s",
 			size_label(p->max, a, sizeof(a)), c,
 			whole ? size_label(whole, b, sizeof(b)) : "",
@@ -575,13 +511,13 @@ static void check_pool(struct whole *k, struct zvmmd_pool_cfg *p,
 	}
 	if (p->low > p->high)
 		whole_error(
-			k, later_line(k, s->low, s->high, header),
+			k, later_line(s->low, s->high, header),
 			"low '%s' is above high '%s': give low at most high (zero memory is refilled when below low, up to high)",
 			size_label(p->low, a, sizeof(a)),
 			size_label(p->high, b, sizeof(b)));
 	if (p->high > p->max)
 		whole_error(
-			k, later_line(k, s->high, s->max, header),
+			k, later_line(s->high, s->max, header),
 			"high '%s' is above max '%s': give high at most max (max counts the zero memory too)",
 			size_label(p->high, a, sizeof(a)),
 			size_label(p->max, b, sizeof(b)));
@@ -594,8 +530,9 @@ static void check_pool(struct whole *k, struct zvmmd_pool_cfg *p,
  * key and the section.
  */
 static void check_node_once(struct whole *k, const struct load_ctx *x,
-			    unsigned int pg, const int *header)
+			    unsigned int pg)
 {
+	const int *header = x->header;
 	unsigned int plain = zvmmd_pool_index(pg, -1), other;
 	int node = x->c.pool[plain].node, key;
 
@@ -604,7 +541,7 @@ static void check_node_once(struct whole *k, const struct load_ctx *x,
 	other = zvmmd_pool_index(pg, node);
 	if (!x->c.pool[other].on)
 		return;
-	key = call_line(k->text, k->len, x->seen[plain].node);
+	key = x->seen[plain].node;
 	if (header[other] > key)
 		whole_error(
 			k, header[other],
@@ -622,47 +559,30 @@ static void check_node_once(struct whole *k, const struct load_ctx *x,
 /*
  * What no single key shows: sections without a key, the keys of a
  * pool against each other, reported at the line of the later key, and
- * two pools of a page size on one node.
+ * two pools of a page size on one node. @lines: the file's.
  * Returns 0 or the line of the first error, its text in @err.
  */
-static int check_whole(struct load_ctx *x, const char *text, size_t len,
-		       char *err, size_t err_len)
+static int check_whole(struct load_ctx *x, int lines, char *err, size_t err_len)
 {
-	struct whole k = { .text = text, .len = len };
-	struct walk w = { .text = text, .len = len };
-	int header[ZVMMD_NR_POOLS] = { 0 };
+	struct whole k = { 0 };
 	bool any = false;
-	enum walk_item it;
-	char s[64], msg[384], name[24];
+	char name[24];
 
-	while ((it = walk_next(&w, s, sizeof(s))) != WALK_END) {
-		int i = pool_index(s);
-
-		if (it != WALK_SECTION)
-			continue;
-		if (i >= 0) {
-			pool_on(&x->c, (unsigned int)i);
-			if (!header[i])
-				header[i] = w.line;
-		} else if (strcmp(s, "service") && strcmp(s, "scrub") &&
-			   strcmp(s, "quarantine")) {
-			unknown_section(s, msg, sizeof(msg));
-			whole_error(&k, w.line, "%s", msg);
-		}
-	}
+	if (x->unknown)
+		whole_error(&k, x->unknown, "%s", x->unknown_err);
 	for (unsigned int i = 0; i < ZVMMD_NR_POOLS; i++) {
 		if (!x->c.pool[i].on)
 			continue;
 		any = true;
 		check_pool(&k, &x->c.pool[i], &x->seen[i],
 			   zvmmd_pool_section(i, name, sizeof(name)),
-			   header[i]);
+			   x->header[i]);
 	}
 	for (unsigned int pg = 0; pg < ZVMMD_NR_PAGE_SIZES; pg++)
-		check_node_once(&k, x, pg, header);
+		check_node_once(&k, x, pg);
 	if (!any)
 		whole_error(
-			&k, w.line > 0 ? w.line : 1,
+			&k, lines > 0 ? lines : 1,
 			"no [pages.2M] or [pages.1G] section: add one, with high or max, for each page size zvmmd is to serve");
 	if (k.line)
 		snprintf(err, err_len, "%s", k.err);
@@ -675,11 +595,11 @@ int zvmmd_config_load_string(const char *name, const char *text, size_t len,
 	struct load_ctx x;
 	char msg[384];
 	bool too_long;
-	int line;
+	int line, lines;
 
 	memset(&x, 0, sizeof(x));
 	zvmmd_config_defaults(&x.c);
-	line = inibuf_parse(text, len, on_key, &x, &too_long);
+	line = inibuf_parse_lines(text, len, on_key, &x, &too_long, &lines);
 	if (line < 0) {
 		snprintf(err, err_len, "%s: out of memory", name);
 		return -ENOMEM;
@@ -695,7 +615,7 @@ int zvmmd_config_load_string(const char *name, const char *text, size_t len,
 				"not an INI line: expected [section] or key = value");
 		return -EINVAL;
 	}
-	line = check_whole(&x, text, len, msg, sizeof(msg));
+	line = check_whole(&x, lines, msg, sizeof(msg));
 	if (line) {
 		snprintf(err, err_len, "%s:%d: %s", name, line, msg);
 		return -EINVAL;

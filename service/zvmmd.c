@@ -1092,7 +1092,7 @@ static bool client_read(struct client *cl)
  */
 /*
  * A directory of zvmmd's, made with @mode when missing, opened without
- * following a symbolic link anywhere in @path (safe_dir_nofollow():
+ * following a symbolic link anywhere in @path (safe_dir_trusted():
  * openat2, or one component at a time where openat2 is refused), and
  * root's and writable by root alone: otherwise another user could swap
  * what is in it (a chunk directory for a symbolic link that points a
@@ -1106,18 +1106,15 @@ static int safe_dir(const char *path, mode_t mode, const char *key)
 
 	if (mkdir(path, mode) && errno != EEXIST)
 		return -errno;
-	fd = safe_dir_nofollow(path, 0);
-	if (fd < 0) {
-		err_("%s %s: cannot open it without following a symbolic link: %s (give a path without one)",
-		     key, path, strerror(-fd));
-		return fd;
-	}
-	if (fstat(fd, &st) || st.st_uid != 0 || (st.st_mode & 022)) {
+	fd = safe_dir_trusted(path, SAFE_DIR_ROOT, &st);
+	if (fd == -EPERM && st.st_mode) {
 		err_("%s %s: must be root's and writable by root alone (chown root; chmod go-w)",
 		     key, path);
-		close(fd);
-		return -EPERM;
+		return fd;
 	}
+	if (fd < 0)
+		err_("%s %s: cannot open it without following a symbolic link: %s (give a path without one)",
+		     key, path, strerror(-fd));
 	return fd;
 }
 

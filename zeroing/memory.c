@@ -359,11 +359,10 @@ int zero_mem_preflight(const struct zero_mem_opts *o, char *err, size_t len)
 
 /*
  * A named pool's directory, opened O_PATH with no symbolic link in any
- * component of the path (safe_dir_nofollow(): openat2 RESOLVE_NO_SYMLINKS,
- * or one component at a time where openat2 is refused), and checked: the
- * euid's or root's, and no one else may write it unless it is sticky.
- * Everything after works on this fd, so a component renamed or replaced
- * after the check changes nothing.
+ * component of the path, and checked: the euid's or root's, and no one
+ * else may write it unless it is sticky (safe_dir_trusted()). Everything
+ * after works on this fd, so a component renamed or replaced after the
+ * check changes nothing.
  */
 static int open_pool_dir(const char *path, struct zero_mem *m, char *err,
 			 size_t len)
@@ -381,7 +380,11 @@ static int open_pool_dir(const char *path, struct zero_mem *m, char *err,
 		return -EINVAL;
 	}
 	snprintf(m->name, sizeof(m->name), "%s", base);
-	fd = safe_dir_nofollow(dir, O_PATH);
+	fd = safe_dir_trusted(dir, SAFE_DIR_PATH | SAFE_DIR_STICKY, &st);
+	if (fd >= 0) {
+		m->dirfd = fd;
+		return 0;
+	}
 	if (fd == -ELOOP) {
 		snprintf(
 			err, len,
@@ -389,36 +392,25 @@ static int open_pool_dir(const char *path, struct zero_mem *m, char *err,
 			path, dir);
 		return -EPERM;
 	}
-	if (fd < 0) {
+	if (fd != -EPERM || !st.st_mode) {
 		snprintf(err, len,
 			 "mem.pool_path %s: cannot reach its directory: %s",
 			 path, strerror(-fd));
 		return fd;
 	}
-	m->dirfd = fd;
-	if (fstat(fd, &st)) {
-		int e = errno;
-
-		snprintf(err, len, "mem.pool_path %s: %s", path, strerror(e));
-		return -e;
-	}
-	if (st.st_uid != geteuid() && st.st_uid != 0) {
+	if (st.st_uid != geteuid() && st.st_uid != 0)
 		snprintf(
 			err, len,
 			"mem.pool_path %s: its directory %s is owned by uid %u, who could replace the pool: use a directory of your own or root's (chown %u %s)",
 			path, dir, (unsigned int)st.st_uid,
 			(unsigned int)geteuid(), dir);
-		return -EPERM;
-	}
-	if (!safe_owner_ok(&st, true)) {
+	else
 		snprintf(
 			err, len,
 			"mem.pool_path %s: its directory %s is writable by group or others (mode %04o), who could replace the pool: chmod go-w %s (or chmod +t %s)",
 			path, dir, (unsigned int)(st.st_mode & 07777), dir,
 			dir);
-		return -EPERM;
-	}
-	return 0;
+	return -EPERM;
 }
 
 /* An existing pool file: the euid's, a regular file no one else writes. */

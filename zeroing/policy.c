@@ -10,6 +10,7 @@
 #include "../lib/file.h"
 #include "../lib/inibuf.h"
 #include "../lib/inival.h"
+#include "../lib/ranges.h"
 #include "../lib/size.h"
 #include "backend.h"
 #include "policy.h"
@@ -84,50 +85,29 @@ static int pick(const char *const *names, unsigned int n, const char *v,
 static int parse_nodes(const char *v, uint64_t *out, char *err, size_t len)
 {
 	uint64_t mask = 0;
-	const char *p = v;
-	char *end;
+	int ret;
 
 	if (!strcmp(v, "all")) {
 		*out = 0;
 		return 0;
 	}
-	while (*p) {
-		unsigned long a, b;
-
-		if (*p < '0' || *p > '9')
-			goto bad;
-		a = strtoul(p, &end, 10);
-		b = a;
-		if (*end == '-') {
-			if (end[1] < '0' || end[1] > '9')
-				goto bad;
-			b = strtoul(end + 1, &end, 10);
-		}
-		if (b < a || b >= ZERO_MAX_NODES) {
-			snprintf(
-				err, len,
-				"bad node range in '%s': nodes are 0 to %d, ranges ascending",
-				v, ZERO_MAX_NODES - 1);
-			return -EINVAL;
-		}
-		for (unsigned long n = a; n <= b; n++)
-			mask |= 1ull << n;
-		if (*end == ',' && end[1])
-			end++;
-		else if (*end)
-			goto bad;
-		p = end;
+	ret = range_list_parse(v, ZERO_MAX_NODES, &mask);
+	if (ret == -ERANGE) {
+		snprintf(
+			err, len,
+			"bad node range in '%s': nodes are 0 to %d, ranges ascending",
+			v, ZERO_MAX_NODES - 1);
+		return -EINVAL;
 	}
-	if (!mask)
-		goto bad;
+	if (ret || !mask) {
+		snprintf(
+			err, len,
+			"bad value '%s': expected 'all' or a list of nodes such as 0 or 0,2-3",
+			v);
+		return -EINVAL;
+	}
 	*out = mask;
 	return 0;
-bad:
-	snprintf(
-		err, len,
-		"bad value '%s': expected 'all' or a list of nodes such as 0 or 0,2-3",
-		v);
-	return -EINVAL;
 }
 
 /*

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../lib/ranges.h"
+
 /*
  * The zeroing policy a user writes (DESIGN.md 8): an INI file read with
  * libinih, plus `--set section.key=value` overrides. Every key has a
@@ -27,7 +29,7 @@ enum zero_record_use {
 };
 enum zero_numa { ZERO_NUMA_LOCAL, ZERO_NUMA_INTERLEAVE, ZERO_NUMA_BIND };
 
-#define ZERO_MAX_NODES 64
+#define ZERO_MAX_NODES NODES_MAX
 #define ZERO_MAX_WORKERS 1024
 #define ZERO_CHUNK_MIN 4096ULL
 #define ZERO_CHUNK_MAX (1ULL << 30)
