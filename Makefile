@@ -82,12 +82,11 @@ LIB_SRCS := $(wildcard lib/*.c)
 ARCH_SRCS := $(wildcard $(ARCH_DIR)/*.c $(ARCH_DIR)/*.S) arch/generic/clear.c
 ZERO_SRCS := $(wildcard zeroing/*.c)
 API_SRCS := $(wildcard api/*.c)
-# zvmmd's wire format: the daemon's, and libzvmm's as its client.
-PROTO_SRCS := service/proto.c
-ZVMMD_SRCS := service/zvmmd.c service/config.c
+# zvmmd: every file of service/ is the daemon's; its wire format, STATUS
+# schema and client are in lib/, where libzvmm and zvmm reach them too.
+ZVMMD_SRCS := $(wildcard service/*.c)
 BENCH_SRCS := $(wildcard bench/*.c)
-LIBZ_SRCS := $(LIB_SRCS) $(ARCH_SRCS) $(ZERO_SRCS) $(API_SRCS) $(PROTO_SRCS) \
-	service/status.c
+LIBZ_SRCS := $(LIB_SRCS) $(ARCH_SRCS) $(ZERO_SRCS) $(API_SRCS)
 CORE_SRCS := $(LIBZ_SRCS) $(BENCH_SRCS)
 MAIN_SRCS := $(wildcard vmm/*.c) vmm/guest_image.S
 TEST_SRCS := $(wildcard tests/test_*.c) tests/helpers.c service/config.c
@@ -527,10 +526,10 @@ FUZZ_policy_SRCS := zeroing/policy.c lib/size.c lib/file.c lib/inibuf.c \
 FUZZ_pvh_SRCS := vmm/pvh.c vmm/kvm.c lib/log.c lib/inject.c lib/clock.c
 FUZZ_report_SRCS := vmm/devices.c vmm/kvm.c lib/log.c lib/inject.c lib/clock.c
 FUZZ_record_SRCS := zeroing/record.c lib/file.c lib/inibuf.c lib/safefile.c lib/log.c
-FUZZ_zvmmd_SRCS := service/proto.c
+FUZZ_zvmmd_SRCS := lib/zvmmd_proto.c
 FUZZ_zvmmd_conf_SRCS := service/config.c lib/file.c lib/inibuf.c \
 	lib/inival.c lib/ranges.c lib/safefile.c lib/size.c
-FUZZ_status_SRCS := service/status.c lib/size.c
+FUZZ_status_SRCS := lib/zvmmd_status.c lib/size.c
 FUZZ_profile_SRCS := zeroing/calibrate.c zeroing/backend.c $(ARCH_SRCS) \
 	lib/clock.c lib/file.c lib/inibuf.c lib/log.c lib/safefile.c \
 	lib/size.c lib/stats.c lib/sysfs.c

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * STATUS_OK's reader, zvmmd_status_parse() (service/status.c, json-c),
+ * STATUS_OK's reader, zvmmd_status_parse() (lib/zvmmd_status.c, json-c),
  * with the input as the reply's JSON text, and the table `zvmm pool
  * status` prints from it.
  *
- * A status it takes holds every row of the schema in its range (service/
- * status.h), each the value json-c itself reads in the input; written
+ * A status it takes holds every row of the schema in its range (lib/
+ * zvmmd_status.h), each the value json-c itself reads in the input; written
  * back as JSON through the same table it reads as the same status, which
  * writes as the same text. Its printed table has a line for zvmmd, the
  * header, and per pool a row whose first columns are its page size and
@@ -22,7 +22,7 @@
 #include <json-c/json.h>
 
 #include "../lib/size.h"
-#include "../service/status.h"
+#include "../lib/zvmmd_status.h"
 #include "fuzz.h"
 
 static void check_object(const struct zvmmd_status_object *t, const void *o,

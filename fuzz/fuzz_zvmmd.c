@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * zvmmd's wire format, zvmmd_parse() and zvmmd_build() (service/proto.c):
- * the input as one received record, then the input as the body of each
- * type under a valid header, so the body checks are reached without the
- * fuzzer first finding the magic. Every message parse takes must hold
- * what proto.h promises of its type, and must be the one canonical
+ * zvmmd's wire format, zvmmd_parse() and zvmmd_build()
+ * (lib/zvmmd_proto.c): the input as one received record, then the input
+ * as the body of each type under a valid header, so the body checks are
+ * reached without the fuzzer first finding the magic. Every message parse takes must hold
+ * what zvmmd_proto.h promises of its type, and must be the one canonical
  * encoding of its fields: built again from them it is the same bytes,
  * which parse to the same fields; a byte shorter or longer, refused.
  */
 #include <errno.h>
 
-#include "../service/proto.h"
+#include "../lib/zvmmd_proto.h"
 #include "fuzz.h"
 
 #define HDR sizeof(struct zvmmd_hdr)
@@ -23,7 +23,7 @@ static int page_size_ok(uint64_t page_bytes)
 	return page_bytes == 2ull << 20 || page_bytes == 1ull << 30;
 }
 
-/* What proto.h promises of an accepted message, read from @m alone. */
+/* What zvmmd_proto.h promises of an accepted message, from @m alone. */
 static void check_fields(const struct zvmmd_msg *m)
 {
 	const struct zvmmd_lease_req *q = &m->req;

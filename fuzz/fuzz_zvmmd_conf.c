@@ -71,7 +71,7 @@ static void check_valid(const struct zvmmd_config *c)
 			fuzz_assert(p->node == section_node, "[%s] node %d",
 				    name, p->node);
 		else
-			fuzz_assert(p->node >= -1 && p->node < ZERO_MAX_NODES,
+			fuzz_assert(p->node >= -1 && p->node < NODES_MAX,
 				    "[%s] node %d", name, p->node);
 		if (section_node < 0 && p->node >= 0)
 			fuzz_assert(

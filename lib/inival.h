@@ -12,6 +12,13 @@
  * was given and what is expected; nothing is printed.
  */
 
+/*
+ * A path value, NUL included: `key = PATH` fits libinih's line of
+ * INI_MAX_LINE (200) bytes, so that a file written with the longest
+ * paths reads back.
+ */
+#define INIVAL_PATH_MAX 160
+
 /* A control character (below 0x20, or DEL) anywhere in @v. */
 bool inival_has_control(const char *v);
 

@@ -15,7 +15,6 @@
 #include "../lib/ranges.h"
 #include "../lib/safefile.h"
 #include "../lib/size.h"
-#include "../zeroing/policy.h"
 #include "config.h"
 
 /* Far more than any config needs: a bigger file is a mistake. */
@@ -28,7 +27,7 @@
  * A directory, NUL included: as a policy's paths, `dir = PATH` fits
  * libinih's line, and the mounts' paths under it fit PATH_MAX.
  */
-#define CONFIG_DIR_MAX ZERO_POLICY_PATH_MAX
+#define CONFIG_DIR_MAX INIVAL_PATH_MAX
 
 /* A group name as systemd and shadow take it on every distribution. */
 #define GROUP_NAME_MAX 31
@@ -211,7 +210,7 @@ static int pool_index(const char *section)
 	if (rest[0] < '0' || rest[0] > '9' || (rest[0] == '0' && rest[1]))
 		return -1;
 	node = strtoul(rest, &end, 10);
-	if (*end || node >= ZERO_MAX_NODES)
+	if (*end || node >= NODES_MAX)
 		return -1;
 	return (int)zvmmd_pool_index((unsigned int)pg, (int)node);
 }
@@ -290,12 +289,11 @@ static int set_pool_key(struct load_ctx *x, unsigned int i, int line,
 			return 0;
 		}
 		node = strtoul(v, &end, 10);
-		if (v[0] < '0' || v[0] > '9' || *end ||
-		    node >= ZERO_MAX_NODES) {
+		if (v[0] < '0' || v[0] > '9' || *end || node >= NODES_MAX) {
 			snprintf(
 				err, len,
 				"bad value '%s': expected 'any' or a node number from 0 to %d",
-				v, ZERO_MAX_NODES - 1);
+				v, NODES_MAX - 1);
 			return -EINVAL;
 		}
 		p->node = (int)node;
@@ -316,8 +314,7 @@ static int unknown_section(const char *section, char *err, size_t len)
 		snprintf(
 			err, len,
 			"unknown section [%s]: expected [pages.%s] or [pages.%s.node<N>], N a node number from 0 to %d without leading zeros",
-			section, page_names[pg], page_names[pg],
-			ZERO_MAX_NODES - 1);
+			section, page_names[pg], page_names[pg], NODES_MAX - 1);
 	else if (!strncmp(section, "pages.", 6))
 		snprintf(
 			err, len,

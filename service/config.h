@@ -6,7 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../zeroing/policy.h"
+#include "../lib/zvmmd_proto.h"
+#include "../lib/ranges.h"
 
 /*
  * zvmmd's configuration (zvmmd.conf(5)): an INI file read with libinih,
@@ -15,7 +16,6 @@
  */
 
 #define ZVMMD_CONF_PATH "/etc/zvmm/zvmmd.conf"
-#define ZVMMD_DEFAULT_SOCKET "/run/zvmm/zvmmd.sock"
 #define ZVMMD_DEFAULT_DIR "/run/zvmm/chunks"
 #define ZVMMD_DEFAULT_GROUP "zvmm"
 
@@ -24,13 +24,13 @@ enum { ZVMMD_PAGE_2M, ZVMMD_PAGE_1G, ZVMMD_NR_PAGE_SIZES };
 
 /*
  * The pools: a slot of struct zvmmd_config's pool[] for each section a
- * file may have. Each page size has 1 + ZERO_MAX_NODES slots in a row:
+ * file may have. Each page size has 1 + NODES_MAX slots in a row:
  * its plain section ([pages.2M], node from its node key) first, then
  * [pages.2M.node0] to [pages.2M.node63], whose node is in the name.
  * ZVMMD_POOL_2M and ZVMMD_POOL_1G are the plain sections' slots.
  */
 enum {
-	ZVMMD_POOLS_PER_PAGE = 1 + ZERO_MAX_NODES,
+	ZVMMD_POOLS_PER_PAGE = 1 + NODES_MAX,
 	ZVMMD_POOL_2M = ZVMMD_PAGE_2M * ZVMMD_POOLS_PER_PAGE,
 	ZVMMD_POOL_1G = ZVMMD_PAGE_1G * ZVMMD_POOLS_PER_PAGE,
 	ZVMMD_NR_POOLS = ZVMMD_NR_PAGE_SIZES * ZVMMD_POOLS_PER_PAGE

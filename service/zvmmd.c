@@ -2,7 +2,7 @@
 /*
  * zvmmd: keeps hugepage memory zeroed ahead of time, in chunks (one
  * hugetlbfs file each, on a mount of its own that only it can reach), and
- * leases it to VMMs over a unix SOCK_SEQPACKET socket (service/proto.h,
+ * leases it to VMMs over a unix SOCK_SEQPACKET socket (lib/zvmmd_proto.h,
  * docs/zvmmd-protocol.md). docs/DESIGN.md, "zvmmd", says why a chunk is
  * never leased twice: a returned chunk is retired (unlinked, its pages
  * back to the kernel once no one holds them) and a new one is filled in
@@ -41,12 +41,12 @@
 
 #include "../include/zvmm/zvmm.h"
 #include "../lib/clock.h"
+#include "../lib/holders.h"
 #include "../lib/safefile.h"
 #include "../lib/size.h"
 #include "../lib/sysfs.h"
-#include "../zeroing/memory.h"
+#include "../lib/zvmmd_proto.h"
 #include "config.h"
-#include "proto.h"
 
 #ifndef HUGETLBFS_MAGIC
 #define HUGETLBFS_MAGIC 0x958458f6
@@ -512,7 +512,7 @@ static int send_lease(int fd, const struct lease *l)
  * chunks into and out of quarantine, so none of them goes meanwhile.
  */
 static long holder_pid[ZVMMD_MAX_CHUNKS];
-static char holder_comm[ZVMMD_MAX_CHUNKS][32];
+static char holder_comm[ZVMMD_MAX_CHUNKS][HOLDER_COMM_LEN];
 
 static void lease_end(struct lease *l)
 {
@@ -523,7 +523,7 @@ static void lease_end(struct lease *l)
 
 	for (c = l->chunks; c && n < ZVMMD_MAX_CHUNKS; c = c->next)
 		st[n++] = c->st;
-	zero_files_holders(st, n, holder_pid, holder_comm);
+	holders_of(st, n, holder_pid, holder_comm);
 	pthread_mutex_lock(&d.lock);
 	for (c = l->chunks; c; c = next, i++) {
 		next = c->next;
@@ -585,7 +585,7 @@ static void quarantine_check(void)
 			st[n++] = c->st;
 	if (!n)
 		return;
-	zero_files_holders(st, n, holder_pid, holder_comm);
+	holders_of(st, n, holder_pid, holder_comm);
 	pthread_mutex_lock(&d.lock);
 	for (int k = 0; k < ZVMMD_NR_POOLS && i < n; k++) {
 		struct pool *p = &d.pools[k];

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * zero_files_holders(): who holds which file, found as fuser(1) finds
+ * holders_of(): who holds which file, found as fuser(1) finds
  * it (an open fd, a mapping), for many files in one walk of /proc. zvmmd
  * retires a returned chunk only when this says no one holds it.
  */
@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../zeroing/memory.h"
+#include "../lib/holders.h"
 
 #define NR 4
 
@@ -88,7 +88,7 @@ static pid_t holder(int i, bool map, const char *name, int ready[2])
 Test(holders, each_file_its_holder_in_one_walk)
 {
 	long pid[NR];
-	char comm[NR][32], c;
+	char comm[NR][HOLDER_COMM_LEN], c;
 	int ready[2];
 	pid_t a, b;
 
@@ -100,7 +100,7 @@ Test(holders, each_file_its_holder_in_one_walk)
 	cr_assert_eq(read(ready[0], &c, 1), 1, "a holder could not start");
 	cr_assert_eq(read(ready[0], &c, 1), 1, "a holder could not start");
 	close(ready[0]);
-	cr_assert_eq(zero_files_holders(st, NR, pid, comm), 2);
+	cr_assert_eq(holders_of(st, NR, pid, comm), 2);
 	kill(a, SIGKILL);
 	kill(b, SIGKILL);
 	waitpid(a, NULL, 0);
@@ -112,8 +112,8 @@ Test(holders, each_file_its_holder_in_one_walk)
 	cr_assert_eq(pid[3], b, "a mapping: %ld, want %d", pid[3], (int)b);
 	cr_assert_str_eq(comm[3], "zvmm-map-holder");
 	/* Let go: no one. */
-	cr_assert_eq(zero_files_holders(st, NR, pid, comm), 0);
+	cr_assert_eq(holders_of(st, NR, pid, comm), 0);
 	for (int i = 0; i < NR; i++)
 		cr_assert_eq(pid[i], -1);
-	cr_assert_eq(zero_file_holder(&st[2], comm[0], sizeof(comm[0])), -1);
+	cr_assert_eq(holder_of(&st[2], comm[0], sizeof(comm[0])), -1);
 }

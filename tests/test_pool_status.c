@@ -2,10 +2,10 @@
 /*
  * `zvmm pool status` against a stand-in zvmmd: a thread of the test
  * listening on a unix socket in a temporary directory answers the STATUS
- * with a reply made here (service/proto.h's wire format), so the output
+ * with a reply made here (lib/zvmmd_proto.h's wire format), so the output
  * is known to the byte and a malformed reply can be sent. zvmm's output
  * is captured, expected errors included. And the STATUS table of
- * docs/zvmmd-protocol.md is the one zvmm reads by (service/status.h).
+ * docs/zvmmd-protocol.md is the one zvmm reads by (lib/zvmmd_status.h).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -18,8 +18,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "../service/proto.h"
-#include "../service/status.h"
+#include "../lib/zvmmd_proto.h"
+#include "../lib/zvmmd_status.h"
 #include "helpers.h"
 
 static char dir[48], sock[96], json_path[96];
@@ -329,7 +329,7 @@ Test(pool_status, protocol_doc_has_the_schema)
 	/* And no row the schema lacks. */
 	for (const char *p = table; (p = strstr(p, "\n| `")) && p < end; p++)
 		lines++;
-	cr_assert_eq(lines, nr, "%u rows in the docs, %u in service/status.h",
+	cr_assert_eq(lines, nr, "%u rows in the docs, %u in lib/zvmmd_status.h",
 		     lines, nr);
 	free(doc);
 }

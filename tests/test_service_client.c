@@ -3,7 +3,7 @@
  * libzvmm as zvmmd's client, against a daemon that lies: whatever
  * listens at the socket path hands out the chunks a guest boots on, so
  * the client takes them only from root (or its own user) and only as
- * files zvmmd makes (zeroing/service.c). The fake daemon here is
+ * files zvmmd makes (lib/zvmmd_client.c). The fake daemon here is
  * honest first, so that each refusal is the check's, not the fake's.
  */
 #include <criterion/criterion.h>
@@ -23,9 +23,8 @@
 #include <unistd.h>
 
 #include "../lib/size.h"
-#include "../service/proto.h"
+#include "../lib/zvmmd_client.h"
 #include "../zeroing/hugetlb.h"
-#include "../zeroing/service.h"
 #include "helpers.h"
 
 static struct zero_hugetlb_resv resv = ZERO_HUGETLB_RESV_INIT;
@@ -153,7 +152,7 @@ static int chunk(uint64_t bytes, bool filled, unsigned int flags, mode_t mode)
 /* Leases 4 MiB from the fake: 0, or the client's errno; @err its words. */
 static int lease_from(struct fake *f, char *err, size_t len)
 {
-	struct zero_lease l;
+	struct zvmmd_lease l;
 	unsigned int before = open_fds(), mine = 0;
 	pthread_t t;
 	int ret;
@@ -161,9 +160,9 @@ static int lease_from(struct fake *f, char *err, size_t len)
 	f->lfd = listen_at(sock);
 	cr_assert_eq(pthread_create(&t, NULL, fake_serve, f), 0);
 	err[0] = '\0';
-	ret = zero_service_lease(sock, 4 * SZ_1M, SZ_2M, &l, err, len);
+	ret = zvmmd_client_lease(sock, 4 * SZ_1M, SZ_2M, &l, err, len);
 	if (!ret)
-		zero_service_release(&l);
+		zvmmd_client_release(&l);
 	pthread_join(t, NULL);
 	close(f->lfd);
 	for (unsigned int i = 0; i < f->nr; i++)
@@ -269,7 +268,7 @@ Test(service_client, one_file_as_two_chunks_is_refused)
  */
 Test(service_client, a_listener_of_another_user_is_refused)
 {
-	struct zero_lease l;
+	struct zvmmd_lease l;
 	char err[512], c;
 	int ready[2], ret;
 	pid_t pid;
@@ -297,7 +296,7 @@ Test(service_client, a_listener_of_another_user_is_refused)
 	close(ready[1]);
 	cr_assert_eq(read(ready[0], &c, 1), 1, "the other user's listener");
 	close(ready[0]);
-	ret = zero_service_lease(sock, 4 * SZ_1M, SZ_2M, &l, err, sizeof(err));
+	ret = zvmmd_client_lease(sock, 4 * SZ_1M, SZ_2M, &l, err, sizeof(err));
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	cr_assert_eq(ret, -EPERM, "%s", err);

@@ -32,7 +32,7 @@
 
 #include "../include/zvmm/zvmm.h"
 #include "../lib/size.h"
-#include "../service/proto.h"
+#include "../lib/zvmmd_proto.h"
 #include "../zeroing/hugetlb.h"
 #include "helpers.h"
 
@@ -233,9 +233,10 @@ static void setup_kvm(void)
 
 /*
  * A lease as a client holds it: the socket, the chunks mapped in one.
- * This client speaks the wire format itself (service/proto.h) rather
- * than through zeroing/service.c, so the daemon is tested against the
- * protocol as documented, not against the one client it shipped with.
+ * This client speaks the wire format itself (lib/zvmmd_proto.h), on
+ * purpose, rather than through lib/zvmmd_client.c, so that the daemon
+ * is tested against the protocol as documented, not against the one
+ * client it ships with, and so that it can send what no client sends.
  */
 struct lease {
 	int sock;

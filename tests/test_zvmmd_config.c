@@ -477,13 +477,13 @@ Test(zvmmd_config, pool_slots)
 {
 	char name[24];
 
-	cr_assert_eq(ZVMMD_NR_POOLS, 2 * (1 + ZERO_MAX_NODES));
+	cr_assert_eq(ZVMMD_NR_POOLS, 2 * (1 + NODES_MAX));
 	cr_assert_eq(ZVMMD_POOL_2M, 0);
-	cr_assert_eq(ZVMMD_POOL_1G, 1 + ZERO_MAX_NODES);
+	cr_assert_eq(ZVMMD_POOL_1G, 1 + NODES_MAX);
 	cr_assert_eq(zvmmd_pool_index(ZVMMD_PAGE_2M, -1), ZVMMD_POOL_2M);
 	cr_assert_eq(zvmmd_pool_index(ZVMMD_PAGE_1G, -1), ZVMMD_POOL_1G);
 	cr_assert_eq(zvmmd_pool_index(ZVMMD_PAGE_2M, 0), 1);
-	cr_assert_eq(zvmmd_pool_index(ZVMMD_PAGE_1G, ZERO_MAX_NODES - 1),
+	cr_assert_eq(zvmmd_pool_index(ZVMMD_PAGE_1G, NODES_MAX - 1),
 		     ZVMMD_NR_POOLS - 1);
 	for (unsigned int i = 0; i < ZVMMD_NR_POOLS; i++) {
 		unsigned int pg = zvmmd_pool_page(i);

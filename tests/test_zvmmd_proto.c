@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
- * zvmmd's wire format (service/proto.h): every type built and parsed
- * back, and every malformed message refused with the errno proto.h
- * gives for it.
+ * zvmmd's wire format (lib/zvmmd_proto.h): every type built and parsed
+ * back, and every malformed message refused with the errno
+ * zvmmd_proto.h gives for it.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../service/proto.h"
+#include "../lib/zvmmd_proto.h"
 
 #define HDR sizeof(struct zvmmd_hdr)
 #define MIB (1ull << 20)

@@ -8,6 +8,7 @@
 
 #include "../lib/log.h"
 #include "../lib/size.h"
+#include "../lib/zvmmd_proto.h"
 #include "cli.h"
 #include "kvm.h"
 
@@ -240,7 +241,7 @@ static const struct cli_row {
 	OPT("out", 'o', CLI_OUT, "FILE|-",
 	    "write the profile to FILE; '-' prints it"),
 	OPT("socket", 'u', CLI_SOCKET, "PATH",
-	    "zvmmd's socket (default /run/zvmm/zvmmd.sock)"),
+	    "zvmmd's socket (default " ZVMMD_DEFAULT_SOCKET ")"),
 	OPT("pool-service", 'V', CLI_POOL_SERVICE, NULL,
 	    "lease the memory from zvmmd, the host's zeroing service (zvmmd(8)): zeroed ahead where it has chunks, the rest zeroed as the policy says"),
 #undef OPT

@@ -7,13 +7,11 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/un.h>
-#include <unistd.h>
 
 #include "../lib/log.h"
-#include "../service/proto.h"
-#include "../service/status.h"
+#include "../lib/zvmmd_client.h"
+#include "../lib/zvmmd_status.h"
 #include "cli.h"
 
 static const struct cli_verb pool_verb = {
@@ -30,59 +28,11 @@ static const struct cli_verb pool_verb = {
 			{ 0 } },
 };
 
-/* Asks zvmmd at @path for its status: the JSON text into @out. */
-static int fetch_status(const char *path, char *out, size_t len)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	static char buf[ZVMMD_MSG_MAX];
-	struct zvmmd_msg m;
-	char req[64];
-	ssize_t n;
-	int fd, ret;
-
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		pr_err("--socket %s: too long for a unix socket", path);
-		return -EINVAL;
-	}
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		ret = -errno;
-		pr_err("cannot reach zvmmd at %s: %s: %s", path, strerror(-ret),
-		       ret == -EACCES ?
-			       "join its group (usermod -aG zvmm USER)" :
-			       "is it running? systemctl start zvmmd.socket");
-		if (fd >= 0)
-			close(fd);
-		return ret == -EACCES ? ret : -ENOENT;
-	}
-	n = zvmmd_build(req, sizeof(req), ZVMMD_STATUS, NULL, 0);
-	if (n < 0 || send(fd, req, (size_t)n, MSG_NOSIGNAL) != n ||
-	    (n = recv(fd, buf, sizeof(buf), 0)) <= 0) {
-		ret = n < 0 ? -errno : -EPIPE;
-		close(fd);
-		pr_err("zvmmd at %s did not answer: %s", path, strerror(-ret));
-		return ret;
-	}
-	close(fd);
-	ret = zvmmd_parse(buf, (size_t)n, &m);
-	if (!ret && m.type == ZVMMD_ERROR) {
-		pr_err("zvmmd: %s", m.error.msg);
-		return -m.error.err;
-	}
-	if (ret || m.type != ZVMMD_STATUS_OK) {
-		pr_err("zvmmd at %s sent no status: %s", path,
-		       ret ? strerror(-ret) : "another message");
-		return -EPROTO;
-	}
-	snprintf(out, len, "%.*s", (int)m.len, (const char *)m.body);
-	return 0;
-}
-
 int cmd_pool(int argc, char **argv)
 {
-	struct cli_args a = { .socket = "/run/zvmm/zvmmd.sock" };
+	struct cli_args a = { .socket = ZVMMD_DEFAULT_SOCKET };
 	static char text[ZVMMD_MSG_MAX];
+	struct sockaddr_un sa;
 	struct zvmmd_status st;
 	char why[512];
 	FILE *jf;
@@ -100,9 +50,16 @@ int cmd_pool(int argc, char **argv)
 	ret = cli_parse(&pool_verb, argc - 1, argv + 1, &a);
 	if (ret)
 		return ret > 0 ? 0 : EXIT_USAGE;
-	ret = fetch_status(a.socket, text, sizeof(text));
-	if (ret)
+	if (strlen(a.socket) >= sizeof(sa.sun_path)) {
+		pr_err("--socket %s: too long for a unix socket", a.socket);
+		return cli_exit_status(-EINVAL);
+	}
+	ret = zvmmd_client_status(a.socket, text, sizeof(text), why,
+				  sizeof(why));
+	if (ret) {
+		pr_err("%s", why);
 		return cli_exit_status(ret);
+	}
 	/* Read whole before anything is printed, for --json too. */
 	ret = zvmmd_status_parse(text, strlen(text), &st, why, sizeof(why));
 	if (ret) {

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: MIT
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -16,10 +15,12 @@
 #include <linux/magic.h>
 
 #include "../lib/file.h"
+#include "../lib/holders.h"
 #include "../lib/inject.h"
 #include "../lib/safefile.h"
 #include "../lib/size.h"
 #include "../lib/sysfs.h"
+#include "../lib/zvmmd_client.h"
 #include "hugetlb.h"
 #include "memory.h"
 
@@ -552,107 +553,6 @@ err_errno:
 	return -e;
 }
 
-/* The first of @n files, not found yet, that is @dev:@ino; -1 if none. */
-static int which_file(const struct stat *st, unsigned int n, const long *pid,
-		      dev_t dev, ino_t ino)
-{
-	for (unsigned int i = 0; i < n; i++)
-		if (pid[i] < 0 && st[i].st_ino == ino && st[i].st_dev == dev)
-			return (int)i;
-	return -1;
-}
-
-static void comm_of(long pid, char *comm, size_t len)
-{
-	char path[64];
-	FILE *f;
-
-	snprintf(comm, len, "?");
-	snprintf(path, sizeof(path), "/proc/%ld/comm", pid);
-	f = fopen(path, "re");
-	if (f) {
-		if (fgets(comm, (int)len, f))
-			comm[strcspn(comm, "\n")] = '\0';
-		fclose(f);
-	}
-}
-
-unsigned int zero_files_holders(const struct stat *st, unsigned int n,
-				long *pid, char (*comm)[32])
-{
-	long self = (long)getpid();
-	unsigned int found = 0;
-	struct dirent *de;
-	DIR *proc;
-
-	for (unsigned int i = 0; i < n; i++)
-		pid[i] = -1;
-	proc = n ? opendir("/proc") : NULL;
-	if (!proc)
-		return 0;
-	while (found < n && (de = readdir(proc))) {
-		char path[64], line[512];
-		unsigned int before = found;
-		struct dirent *fe;
-		struct stat fst;
-		long p;
-		char *end;
-		DIR *fds;
-		FILE *f;
-		int k;
-
-		p = strtol(de->d_name, &end, 10);
-		if (*end || p <= 0 || p == self)
-			continue;
-		snprintf(path, sizeof(path), "/proc/%ld/fd", p);
-		fds = opendir(path);
-		while (fds && found < n && (fe = readdir(fds)))
-			if (fe->d_name[0] != '.' &&
-			    !fstatat(dirfd(fds), fe->d_name, &fst, 0) &&
-			    (k = which_file(st, n, pid, fst.st_dev,
-					    fst.st_ino)) >= 0) {
-				pid[k] = p;
-				found++;
-			}
-		if (fds)
-			closedir(fds);
-		snprintf(path, sizeof(path), "/proc/%ld/maps", p);
-		f = found < n ? fopen(path, "re") : NULL;
-		while (f && found < n && fgets(line, sizeof(line), f)) {
-			unsigned int maj, min;
-			unsigned long ino;
-
-			if (sscanf(line, "%*x-%*x %*s %*x %x:%x %lu", &maj,
-				   &min, &ino) == 3 &&
-			    (k = which_file(st, n, pid, makedev(maj, min),
-					    (ino_t)ino)) >= 0) {
-				pid[k] = p;
-				found++;
-			}
-		}
-		if (f)
-			fclose(f);
-		if (found == before)
-			continue;
-		for (unsigned int i = 0; i < n; i++)
-			if (pid[i] == p)
-				comm_of(p, comm[i], sizeof(comm[i]));
-	}
-	closedir(proc);
-	return found;
-}
-
-long zero_file_holder(const struct stat *st, char *comm, size_t len)
-{
-	char c[1][32];
-	long pid;
-
-	if (!zero_files_holders(st, 1, &pid, c))
-		return -1;
-	snprintf(comm, len, "%s", c[0]);
-	return pid;
-}
-
 int zero_mem_check_alone(const struct zero_mem *m, char *err, size_t len)
 {
 	char comm[64];
@@ -688,7 +588,7 @@ int zero_mem_check_alone(const struct zero_mem *m, char *err, size_t len)
 	}
 	if (fstat(m->fd, &st))
 		return -errno;
-	pid = zero_file_holder(&st, comm, sizeof(comm));
+	pid = holder_of(&st, comm, sizeof(comm));
 	/* No lease to be had here (leases disabled): /proc alone answers. */
 	if (pid < 0 && e != EAGAIN)
 		return 0;
@@ -778,7 +678,7 @@ err_errno:
  */
 static char *map_chunks(struct zero_mem *m, char **res)
 {
-	const struct zero_lease *l = m->lease;
+	const struct zvmmd_lease *l = m->lease;
 	uint64_t off = 0, page = m->page_bytes;
 	char *base;
 
@@ -820,12 +720,12 @@ static int create_leased(const struct zero_mem_opts *o, struct zero_mem *m,
 	if (!m->lease)
 		return -ENOMEM;
 	m->lease->sock = -1;
-	ret = zero_service_lease(o->service_path, o->bytes, o->page_bytes,
+	ret = zvmmd_client_lease(o->service_path, o->bytes, o->page_bytes,
 				 m->lease, err, len);
 	if (ret)
 		return ret;
 	snprintf(m->path, sizeof(m->path), "zvmmd %s",
-		 o->service_path ? o->service_path : ZERO_SERVICE_SOCKET);
+		 o->service_path ? o->service_path : ZVMMD_DEFAULT_SOCKET);
 	m->res_len = m->bytes + m->page_bytes;
 	/* Every chunk but the last is this long (zvmmd's chunk size). */
 	m->split_bytes = m->lease->ent[0].bytes;
@@ -994,7 +894,7 @@ void zero_mem_destroy(struct zero_mem *m)
 		if (m->guest_res && m->guest_res != MAP_FAILED)
 			munmap(m->guest_res, m->res_len);
 		m->alias = m->guest = MAP_FAILED;
-		zero_service_release(m->lease);
+		zvmmd_client_release(m->lease);
 		free(m->lease);
 	}
 	if (m->alias != MAP_FAILED && m->alias)

@@ -8,8 +8,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "service.h"
-
+#include "../lib/zvmmd_client.h"
 #include "pages.h"
 #include "request.h"
 
@@ -40,7 +39,7 @@ struct zero_mem {
 	char state_dir[256];
 	/* leased from zvmmd: its chunks, and the two reserved ranges the
 	 * guest and alias mappings are made of (res_len bytes each) */
-	struct zero_lease *lease;
+	struct zvmmd_lease *lease;
 	char *guest_res, *alias_res;
 	uint64_t res_len;
 	/* its chunks' length: no range operation that must stay inside one
@@ -97,22 +96,6 @@ static inline char *zero_mem_guest_page(const struct zero_mem *m, uint64_t i)
 {
 	return m->guest + i * m->page_bytes;
 }
-
-/*
- * The first process other than this one that has @st's file open or
- * mapped, from /proc (as fuser(1) finds it), and its name in @comm; -1
- * when none. It cannot see an fd in flight in a unix socket's queue.
- */
-long zero_file_holder(const struct stat *st, char *comm, size_t len);
-
-/*
- * zero_file_holder() for @n files in one walk of /proc (its cost is the
- * host's processes, fds and mappings, whatever @n is): pid[i] and
- * comm[i] for file i, pid[i] = -1 for one no other process holds.
- * Returns how many are held.
- */
-unsigned int zero_files_holders(const struct stat *st, unsigned int n,
-				long *pid, char (*comm)[32]);
 
 /* Hugepages the file holds now (allocated in the kernel's page cache). */
 uint64_t zero_mem_allocated_pages(const struct zero_mem *m);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../lib/inival.h"
 #include "../lib/ranges.h"
 
 /*
@@ -38,7 +39,7 @@ enum zero_numa { ZERO_NUMA_LOCAL, ZERO_NUMA_INTERLEAVE, ZERO_NUMA_BIND };
  * Paths in a policy, NUL included: `state_dir = PATH` must fit libinih's
  * line of INI_MAX_LINE (200) bytes, or the printed policy would not load.
  */
-#define ZERO_POLICY_PATH_MAX 160
+#define ZERO_POLICY_PATH_MAX INIVAL_PATH_MAX
 
 /* Workers' CPU affinity: one CPU each (of their node), or none set. */
 enum zero_pin { ZERO_PIN_CPU, ZERO_PIN_NONE };

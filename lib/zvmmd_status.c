@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * STATUS_OK's JSON against its schema (status.h): the reader, the writer
+ * STATUS_OK's JSON against its schema (zvmmd_status.h): the reader, the writer
  * and the table `zvmm pool status` prints, all driven by the rows.
  */
 #include <errno.h>
@@ -12,8 +12,8 @@
 
 #include <json-c/json.h>
 
-#include "../lib/size.h"
-#include "status.h"
+#include "size.h"
+#include "zvmmd_status.h"
 
 #define ROW_INT(S, m, lo_, hi_, what_) \
 	{ .name = #m,                  \

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef ZVMM_SERVICE_PROTO_H
-#define ZVMM_SERVICE_PROTO_H
+#ifndef ZVMM_LIB_ZVMMD_PROTO_H
+#define ZVMM_LIB_ZVMMD_PROTO_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +20,12 @@
  *   STATUS                     ->
  *                              <-   STATUS_OK: JSON text (zvmm pool status)
  */
+/*
+ * Where zvmmd listens unless its [service] socket says otherwise, and so
+ * where its clients look (libzvmm, `zvmm pool status`).
+ */
+#define ZVMMD_DEFAULT_SOCKET "/run/zvmm/zvmmd.sock"
+
 #define ZVMMD_MAGIC 0x444d565aU /* "ZVMD" */
 #define ZVMMD_VERSION 1
 /* The kernel passes at most SCM_MAX_FD (253) fds in one message. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef ZVMM_SERVICE_STATUS_H
-#define ZVMM_SERVICE_STATUS_H
+#ifndef ZVMM_LIB_ZVMMD_STATUS_H
+#define ZVMM_LIB_ZVMMD_STATUS_H
 
 #include <stddef.h>
 #include <stdint.h>

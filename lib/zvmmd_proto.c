@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * zvmmd's wire format (proto.h, docs/zvmmd-protocol.md). libc only: the
- * fuzzer links this file alone. Every field is copied out of the buffer
- * with memcpy(), since a record lands wherever the caller's buffer is.
+ * zvmmd's wire format (zvmmd_proto.h, docs/zvmmd-protocol.md). libc
+ * only: the fuzzer links this file alone. Every field is copied out of
+ * the buffer with memcpy(), since a record lands wherever the caller's
+ * buffer is.
  */
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
-#include "proto.h"
+#include "zvmmd_proto.h"
 
 /* The layouts are the contract: no padding, the same on every ABI. */
 _Static_assert(sizeof(struct zvmmd_hdr) == 16, "zvmmd_hdr");
