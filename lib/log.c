@@ -47,6 +47,42 @@ void log_to_stderr_rewritten(log_rewrite_fn *fn)
 	log_set_sink(to_stderr, NULL);
 }
 
+static struct {
+	const char *name;
+	bool journal;
+} service;
+
+static void to_stderr_as(void *arg, enum log_level level, const char *msg)
+{
+	static const char *const names[] = {
+		[LOG_ERR] = "error",
+		[LOG_WARN] = "warning",
+		[LOG_INFO] = "info",
+		[LOG_DEBUG] = "debug",
+	};
+	/* syslog(3)'s LOG_ERR, LOG_WARNING, LOG_INFO and LOG_DEBUG. */
+	static const int priority[] = {
+		[LOG_ERR] = 3,
+		[LOG_WARN] = 4,
+		[LOG_INFO] = 6,
+		[LOG_DEBUG] = 7,
+	};
+
+	(void)arg;
+	if (service.journal)
+		fprintf(stderr, "<%d>%s\n", priority[level], msg);
+	else
+		fprintf(stderr, "%s: %s: %s\n", service.name, names[level],
+			msg);
+}
+
+void log_to_stderr_as(const char *name, bool journal)
+{
+	service.name = name;
+	service.journal = journal;
+	log_set_sink(to_stderr_as, NULL);
+}
+
 void log_msg(enum log_level level, const char *fmt, ...)
 {
 	char msg[1024];

@@ -2,6 +2,7 @@
 #ifndef ZVMM_LIB_LOG_H
 #define ZVMM_LIB_LOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -9,7 +10,8 @@
  * one is set, so the library prints nothing of its own. The zvmm binary
  * sets log_to_stderr(): a "zvmm: " prefix keeps them apart from guest
  * serial output and from a JSON report on stdout. libzvmm's
- * zvmm_set_log() sets the embedding VMM's callback.
+ * zvmm_set_log() sets the embedding VMM's callback; zvmmd sets
+ * log_to_stderr_as().
  */
 
 enum log_level { LOG_ERR, LOG_WARN, LOG_INFO, LOG_DEBUG };
@@ -32,6 +34,15 @@ void log_to_stderr(void);
  */
 typedef void log_rewrite_fn(const char *msg, char *out, size_t len);
 void log_to_stderr_rewritten(log_rewrite_fn *fn);
+
+/*
+ * A service's sink: "NAME: LEVEL: ..." lines on stderr, every level
+ * named ("zvmmd: info: ..."); or, when @journal (stderr is journald's
+ * stream: $JOURNAL_STREAM is set), each line led by its syslog priority
+ * alone ("<6>..."), which journald takes as the message's level. @name
+ * is kept, not copied.
+ */
+void log_to_stderr_as(const char *name, bool journal);
 
 void log_msg(enum log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
