@@ -267,8 +267,9 @@ $(O)/zvmm: $(CORE_OBJS) $(MAIN_OBJS)
 	$(quiet) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# zvmmd: the host service that keeps hugepage memory zeroed ahead of time.
-$(ZVMMD): $(call obj,$(ZVMMD_SRCS)) $(LIBZ_OBJS)
+# zvmmd: the host service that keeps hugepage memory zeroed ahead of time,
+# on lib/ alone: none of the engine is in it.
+$(ZVMMD): $(call obj,$(ZVMMD_SRCS)) $(call obj,$(LIB_SRCS))
 	$(quiet) LD $@
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -223,6 +223,28 @@ static void pool_on(struct zvmmd_config *c, unsigned int i)
 		c->pool[i].node = zvmmd_pool_section_node(i);
 }
 
+/* A plain pool's node key: "any" (-1) or a node number. */
+static int set_node(int *out, const char *v, char *err, size_t len)
+{
+	unsigned long node;
+	char *end;
+
+	if (!strcmp(v, "any")) {
+		*out = -1;
+		return 0;
+	}
+	node = strtoul(v, &end, 10);
+	if (v[0] < '0' || v[0] > '9' || *end || node >= NODES_MAX) {
+		snprintf(
+			err, len,
+			"bad value '%s': expected 'any' or a node number from 0 to %d",
+			v, NODES_MAX - 1);
+		return -EINVAL;
+	}
+	*out = (int)node;
+	return 0;
+}
+
 static int set_pool_key(struct load_ctx *x, unsigned int i, int line,
 			const char *key, const char *v, char *err, size_t len)
 {
@@ -280,24 +302,8 @@ static int set_pool_key(struct load_ctx *x, unsigned int i, int line,
 		return -EINVAL;
 	}
 	if (!strcmp(key, "node")) {
-		unsigned long node;
-		char *end;
-
 		s->node = line;
-		if (!strcmp(v, "any")) {
-			p->node = -1;
-			return 0;
-		}
-		node = strtoul(v, &end, 10);
-		if (v[0] < '0' || v[0] > '9' || *end || node >= NODES_MAX) {
-			snprintf(
-				err, len,
-				"bad value '%s': expected 'any' or a node number from 0 to %d",
-				v, NODES_MAX - 1);
-			return -EINVAL;
-		}
-		p->node = (int)node;
-		return 0;
+		return set_node(&p->node, v, err, len);
 	}
 	snprintf(err, len, "unknown key '%s' in [%s]: expected %s", key, name,
 		 section_node < 0 ? "chunk, low, high, max or node" :

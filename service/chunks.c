@@ -1,0 +1,450 @@
+// SPDX-License-Identifier: MIT
+/*
+ * zvmmd's chunks: the hugetlbfs mount of each pool, the chunk files in
+ * it, and the filler thread that keeps each pool's filled chunks between
+ * its low and high (docs/DESIGN.md, "zvmmd").
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <numa.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../lib/clock.h"
+#include "../lib/log.h"
+#include "../lib/safefile.h"
+#include "../lib/size.h"
+#include "zvmmd.h"
+
+#ifndef HUGETLBFS_MAGIC
+#define HUGETLBFS_MAGIC 0x958458f6
+#endif
+
+uint64_t pool_held_bytes(const struct pool *p)
+{
+	return p->zero_bytes + p->filling_bytes + p->leased_bytes +
+	       p->quarantined_bytes;
+}
+
+/*
+ * A chunk is gone for good: its name first, so that nothing finds it,
+ * then zvmmd's fd; its pages go back to the kernel once no one else holds
+ * the file. Called with the lock held (or alone).
+ */
+void chunk_retire(struct pool *p, struct chunk *c)
+{
+	if (unlinkat(p->dirfd, c->name, 0) && errno != ENOENT)
+		pr_warn("cannot remove chunk %s/%s: %s", p->dir, c->name,
+			strerror(errno));
+	close(c->fd);
+	free(c);
+}
+
+/* A new chunk file of @bytes, no page in it yet. */
+int chunk_create(struct pool *p, uint64_t bytes, struct chunk **out)
+{
+	struct chunk *c = calloc(1, sizeof(*c));
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	snprintf(c->name, sizeof(c->name), "chunk-%s-%llu", p->label,
+		 (unsigned long long)++p->seq);
+	c->bytes = bytes;
+	c->holder = -1;
+	c->fd = openat(p->dirfd, c->name,
+		       O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+		       0600);
+	if (c->fd < 0) {
+		ret = -errno;
+		free(c);
+		return ret;
+	}
+	if (ftruncate(c->fd, (off_t)bytes) || fstat(c->fd, &c->st)) {
+		ret = -errno;
+		chunk_retire(p, c);
+		return ret;
+	}
+	*out = c;
+	return 0;
+}
+
+/* ------------------------------------------------------------- filler */
+
+static bool fill_wanted(struct pool *p)
+{
+	const struct zvmmd_pool_cfg *cfg = p->cfg;
+	uint64_t ready = p->zero_bytes + p->filling_bytes;
+
+	if (!cfg->on || !cfg->high || p->fill_error)
+		return false;
+	if (ready < cfg->low)
+		p->refilling = true;
+	if (ready >= cfg->high)
+		p->refilling = false;
+	return p->refilling &&
+	       pool_held_bytes(p) + cfg->chunk_bytes <= cfg->max;
+}
+
+/* Sleeps until @t (CLOCK_MONOTONIC seconds) or a stop. */
+static void pace_until(double t)
+{
+	struct timespec ts;
+	double now = clock_now();
+
+	if (t <= now)
+		return;
+	ts.tv_sec = (time_t)(t - now);
+	ts.tv_nsec = (long)((t - now - (double)ts.tv_sec) * 1e9);
+	nanosleep(&ts, NULL);
+}
+
+static bool stopping(const struct zvmmd *d)
+{
+	return __atomic_load_n(&d->stop, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * The kernel zeroes a page the filler allocates while holding one of its
+ * hugetlb fault mutexes (8 per possible CPU, hashed by file and index);
+ * a client's first mapping of its leased pages may hash to the same one
+ * and then waits for the whole page: 130-210 ms for 1 GiB, in 3 of 50
+ * storm launches on Xeon model 207, the filler having started the moment
+ * the lease took a chunk. A client maps what it leased within a few ms,
+ * so no page is started until the last lease is LEASE_QUIET old; leases
+ * one after another hold the filler back by at most LEASE_QUIET_MAX a
+ * page.
+ */
+#define LEASE_QUIET 0.1
+#define LEASE_QUIET_MAX 1.0
+
+static void wait_quiet(const struct zvmmd *d)
+{
+	double t0 = clock_now(), until;
+
+	for (;;) {
+		until = (double)__atomic_load_n(&d->last_lease_ns,
+						__ATOMIC_RELAXED) *
+				1e-9 +
+			LEASE_QUIET;
+		if (until > t0 + LEASE_QUIET_MAX)
+			until = t0 + LEASE_QUIET_MAX;
+		if (until <= clock_now() || stopping(d))
+			return;
+		pace_until(until);
+	}
+}
+
+/*
+ * Fills one chunk: every page allocated, so the kernel zeroes it here, in
+ * this thread (SCHED_IDLE, zvmmd's cgroup: the cost is the operator's and
+ * visible), at no more than [scrub] rate.
+ */
+static int chunk_fill(struct zvmmd *d, struct pool *p, struct chunk *c)
+{
+	uint64_t page = p->cfg->page_bytes, rate = d->cfg.scrub_rate;
+	double t0 = clock_now();
+	char *addr;
+	int ret = 0;
+
+	addr = mmap(NULL, c->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd,
+		    0);
+	if (addr == MAP_FAILED)
+		return -errno;
+	if (p->cfg->node >= 0 && numa_available() >= 0)
+		numa_tonode_memory(addr, c->bytes, p->cfg->node);
+	for (uint64_t off = 0; off < c->bytes && !ret; off += page) {
+		if (stopping(d)) {
+			ret = -ECANCELED;
+			break;
+		}
+		wait_quiet(d);
+		if (madvise(addr + off, page, MADV_POPULATE_WRITE))
+			ret = -errno;
+		else if (rate)
+			pace_until(t0 + (double)(off + page) / (double)rate);
+	}
+	munmap(addr, c->bytes);
+	if (!ret) {
+		/* The status reads these under the lock. */
+		pthread_mutex_lock(&d->lock);
+		p->filled_bytes += c->bytes;
+		p->fill_seconds += clock_now() - t0;
+		pthread_mutex_unlock(&d->lock);
+	}
+	return ret;
+}
+
+/* The filler's priority and CPUs, as [scrub] says. */
+static void filler_setup(const struct zvmmd *d)
+{
+	struct sched_param sp = { 0 };
+	struct bitmask *cpus;
+
+	if (d->cfg.scrub_idle && sched_setscheduler(0, SCHED_IDLE, &sp))
+		pr_warn("cannot run the filler at idle priority: %s",
+			strerror(errno));
+	if (!d->cfg.scrub_cpus[0] || numa_available() < 0)
+		return;
+	cpus = numa_parse_cpustring_all(d->cfg.scrub_cpus);
+	if (!cpus || numa_sched_setaffinity(0, cpus))
+		pr_warn("cannot keep the filler on CPUs %s: %s",
+			d->cfg.scrub_cpus, strerror(errno));
+	if (cpus)
+		numa_free_cpumask(cpus);
+}
+
+/*
+ * One chunk of @p filled, outside the lock (held on entry and again on
+ * return): ready to lease, or retired and the error said once (a lease
+ * or a return tries again).
+ */
+static void fill_one(struct zvmmd *d, struct pool *p)
+{
+	struct chunk *c;
+	int ret;
+
+	ret = chunk_create(p, p->cfg->chunk_bytes, &c);
+	if (ret)
+		goto failed;
+	p->filling_bytes += c->bytes;
+	pthread_mutex_unlock(&d->lock);
+	ret = chunk_fill(d, p, c);
+	pthread_mutex_lock(&d->lock);
+	p->filling_bytes -= c->bytes;
+	if (ret) {
+		chunk_retire(p, c);
+		goto failed;
+	}
+	c->filled = true;
+	c->next = p->zero;
+	p->zero = c;
+	p->zero_bytes += c->bytes;
+	return;
+failed:
+	if (ret != -ECANCELED && !p->fill_error) {
+		p->fill_error = -ret;
+		pr_warn("cannot fill a chunk of %s pages: %s (free hugepages short? raise nr_hugepages, or lower that pool's high)",
+			p->label, strerror(-ret));
+	}
+}
+
+/* The filler thread: @arg is the struct zvmmd. */
+static void *filler(void *arg)
+{
+	struct zvmmd *d = arg;
+
+	filler_setup(d);
+	pthread_mutex_lock(&d->lock);
+	while (!d->stop) {
+		struct pool *p = NULL;
+
+		for (int i = 0; i < ZVMMD_NR_POOLS && !p; i++)
+			if (fill_wanted(&d->pools[i]))
+				p = &d->pools[i];
+		if (p)
+			fill_one(d, p);
+		else
+			pthread_cond_wait(&d->wake, &d->lock);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+int filler_start(struct zvmmd *d)
+{
+	int ret = -pthread_create(&d->filler, NULL, filler, d);
+
+	d->filler_on = !ret;
+	return ret;
+}
+
+void filler_stop(struct zvmmd *d)
+{
+	pthread_mutex_lock(&d->lock);
+	/* Atomic: chunk_fill() reads it without the lock, between pages. */
+	__atomic_store_n(&d->stop, true, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&d->wake);
+	pthread_mutex_unlock(&d->lock);
+	if (d->filler_on)
+		pthread_join(d->filler, NULL);
+	d->filler_on = false;
+}
+
+/* Something changed what the filler should do. With the lock held. */
+void filler_poke(struct zvmmd *d)
+{
+	for (int i = 0; i < ZVMMD_NR_POOLS; i++)
+		d->pools[i].fill_error = 0;
+	pthread_cond_signal(&d->wake);
+}
+
+/* ------------------------------------------------------------- mounts */
+
+/*
+ * A directory of zvmmd's, made with @mode when missing, opened without
+ * following a symbolic link anywhere in @path (safe_dir_trusted():
+ * openat2, or one component at a time where openat2 is refused), and
+ * root's and writable by root alone: otherwise another user could swap
+ * what is in it (a chunk directory for a symbolic link that points a
+ * mount of zvmmd's anywhere, a socket for theirs). Returns the fd or
+ * -errno.
+ */
+int zvmmd_dir_open(const char *path, mode_t mode, const char *key)
+{
+	struct stat st;
+	int fd;
+
+	if (mkdir(path, mode) && errno != EEXIST)
+		return -errno;
+	fd = safe_dir_trusted(path, SAFE_DIR_ROOT, &st);
+	if (fd == -EPERM && st.st_mode) {
+		pr_err("%s %s: must be root's and writable by root alone (chown root; chmod go-w)",
+		       key, path);
+		return fd;
+	}
+	if (fd < 0)
+		pr_err("%s %s: cannot open it without following a symbolic link: %s (give a path without one)",
+		       key, path, strerror(-fd));
+	return fd;
+}
+
+/* Removes every file in @dirfd's directory; how many. */
+static unsigned int remove_all(int dirfd)
+{
+	unsigned int n = 0;
+	struct dirent *de;
+	DIR *dir = fdopendir(dup(dirfd));
+
+	while (dir && (de = readdir(dir)))
+		if (de->d_name[0] != '.' && !unlinkat(dirfd, de->d_name, 0))
+			n++;
+	if (dir)
+		closedir(dir);
+	return n;
+}
+
+/*
+ * A mount a previous zvmmd left at @p's (killed, crashed mid-fill):
+ * nothing in it is trusted, so its files go, and the mount is detached,
+ * as its size is unknown too.
+ */
+static void pool_remove_stale(struct pool *p)
+{
+	unsigned int stale = 0;
+	struct statfs sf;
+	int fd;
+
+	if (!statfs(p->at, &sf) && sf.f_type == HUGETLBFS_MAGIC) {
+		fd = open(p->at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd >= 0) {
+			stale = remove_all(fd);
+			close(fd);
+		}
+		(void)!umount2(p->at, MNT_DETACH);
+	}
+	if (stale)
+		pr_info("%s: %u chunks of a previous zvmmd removed: their state is unknown",
+			p->dir, stale);
+}
+
+/*
+ * The page size's own hugetlbfs instance, 0700, under [service] dir
+ * (@dirfd): what is in it is zvmmd's alone. Whatever a previous zvmmd
+ * left there is of unknown state: removed, never leased.
+ */
+static int pool_open(struct pool *p, const char *dir, int dirfd)
+{
+	char opts[96], ps[8];
+	struct stat st;
+
+	snprintf(p->dir, sizeof(p->dir), "%s/%s", dir, p->label);
+	snprintf(p->at, sizeof(p->at), "/proc/self/fd/%d/%s", dirfd, p->label);
+	if (mkdirat(dirfd, p->label, 0700) && errno != EEXIST)
+		return -errno;
+	if (fstatat(dirfd, p->label, &st, AT_SYMLINK_NOFOLLOW))
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != 0)
+		return -ENOTDIR;
+	pool_remove_stale(p);
+	/*
+	 * A mount of its own, sized to the pool's max: hugetlbfs refuses an
+	 * allocation past it whoever makes it, so a client cannot grow a
+	 * leased chunk (ftruncate, fallocate through its fd) into hugepages
+	 * zvmmd does not count.
+	 */
+	snprintf(opts, sizeof(opts), "pagesize=%s,mode=0700",
+		 size_label(p->cfg->page_bytes, ps, sizeof(ps)));
+	if (p->cfg->max)
+		snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
+			 ",size=%llu", (unsigned long long)p->cfg->max);
+	if (mount("zvmmd", p->at, "hugetlbfs", MS_NOSUID | MS_NODEV, opts))
+		return -errno;
+	p->mounted = true;
+	p->dirfd = open(p->at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (p->dirfd < 0)
+		return -errno;
+	return 0;
+}
+
+static void pool_close(struct pool *p, int dirfd)
+{
+	struct chunk *c;
+
+	while ((c = p->zero)) {
+		p->zero = c->next;
+		chunk_retire(p, c);
+	}
+	while ((c = p->quarantine)) {
+		p->quarantine = c->next;
+		chunk_retire(p, c);
+	}
+	if (p->dirfd >= 0)
+		close(p->dirfd);
+	p->dirfd = -1;
+	if (p->mounted && umount2(p->at, MNT_DETACH))
+		pr_warn("cannot unmount %s: %s", p->dir, strerror(errno));
+	if (p->mounted)
+		unlinkat(dirfd, p->label, AT_REMOVEDIR);
+	p->mounted = false;
+}
+
+/* [service] dir, then a mount for each pool that is on. */
+int pools_open(struct zvmmd *d)
+{
+	int ret;
+
+	d->dirfd = zvmmd_dir_open(d->cfg.dir, 0755, "[service] dir");
+	if (d->dirfd < 0)
+		return d->dirfd;
+	for (int i = 0; i < ZVMMD_NR_POOLS; i++) {
+		if (!d->cfg.pool[i].on)
+			continue;
+		ret = pool_open(&d->pools[i], d->cfg.dir, d->dirfd);
+		if (ret) {
+			pr_err("cannot set up %s: %s", d->pools[i].dir,
+			       strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+void pools_close(struct zvmmd *d)
+{
+	for (int i = 0; i < ZVMMD_NR_POOLS; i++)
+		if (d->cfg.pool[i].on)
+			pool_close(&d->pools[i], d->dirfd);
+	if (d->dirfd >= 0)
+		close(d->dirfd);
+	d->dirfd = -1;
+}

@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: MIT
+/*
+ * zvmmd's leases: a LEASE served from a pool's filled chunks first, then
+ * empty ones, its chunks' fds sent beside the reply; a lease that ends
+ * gives its chunks to the quarantine (quarantine.c), which retires them.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "../lib/clock.h"
+#include "../lib/log.h"
+#include "../lib/size.h"
+#include "../lib/sysfs.h"
+#include "zvmmd.h"
+
+/* Free hugepages of @page_bytes the kernel has not promised anyone. */
+static uint64_t free_pages(uint64_t page_bytes)
+{
+	char path[96];
+	long nfree = 0, resv = 0;
+
+	snprintf(path, sizeof(path),
+		 "/sys/kernel/mm/hugepages/hugepages-%llukB/free_hugepages",
+		 (unsigned long long)(page_bytes >> 10));
+	if (sysfs_read_long(path, &nfree))
+		return 0;
+	snprintf(path, sizeof(path),
+		 "/sys/kernel/mm/hugepages/hugepages-%llukB/resv_hugepages",
+		 (unsigned long long)(page_bytes >> 10));
+	if (sysfs_read_long(path, &resv))
+		resv = 0;
+	return nfree > resv ? (uint64_t)(nfree - resv) : 0;
+}
+
+/* The lease's reply: entries in the message, the fds beside it. */
+static int send_lease(int fd, const struct lease *l)
+{
+	size_t body = sizeof(struct zvmmd_lease_rep) +
+		      l->nr * sizeof(struct zvmmd_chunk_ent);
+	char buf[ZVMMD_MSG_MAX], *b;
+	union {
+		char raw[CMSG_SPACE(sizeof(int) * ZVMMD_MAX_CHUNKS)];
+		struct cmsghdr align;
+	} u;
+	struct zvmmd_lease_rep rep = { .lease_id = l->id,
+				       .nr_chunks = l->nr,
+				       .page_bytes = l->pool->cfg->page_bytes };
+	struct iovec iov = { .iov_base = buf };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.raw,
+			     .msg_controllen =
+				     CMSG_SPACE(sizeof(int) * l->nr) };
+	struct cmsghdr *cm;
+	const struct chunk *c;
+	unsigned int i = 0;
+	int n;
+
+	n = zvmmd_build(buf, sizeof(buf), ZVMMD_LEASE_OK, NULL, body);
+	if (n < 0)
+		return n;
+	b = buf + sizeof(struct zvmmd_hdr) + sizeof(rep);
+	memset(u.raw, 0, sizeof(u.raw));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * l->nr);
+	for (c = l->chunks; c; c = c->next, i++) {
+		struct zvmmd_chunk_ent e = {
+			.bytes = c->bytes,
+			.state = c->filled ? ZVMMD_CHUNK_ZERO :
+					     ZVMMD_CHUNK_EMPTY
+		};
+
+		if (e.state == ZVMMD_CHUNK_ZERO)
+			rep.zero_bytes += c->bytes;
+		else
+			rep.empty_bytes += c->bytes;
+		memcpy(b + i * sizeof(e), &e, sizeof(e));
+		memcpy(CMSG_DATA(cm) + i * sizeof(int), &c->fd, sizeof(int));
+	}
+	memcpy(buf + sizeof(struct zvmmd_hdr), &rep, sizeof(rep));
+	iov.iov_len = (size_t)n;
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) != n)
+		return -errno;
+	return 0;
+}
+
+/*
+ * A lease that never reached its client: filled chunks go back to the
+ * ready list (no one else saw them), new empty ones are retired.
+ */
+static void lease_undo(struct zvmmd *d, struct lease *l)
+{
+	struct pool *p = l->pool;
+	struct chunk *c, *next;
+
+	pthread_mutex_lock(&d->lock);
+	for (c = l->chunks; c; c = next) {
+		next = c->next;
+		p->leased_bytes -= c->bytes;
+		if (!c->filled) {
+			chunk_retire(p, c);
+			continue;
+		}
+		c->next = p->zero;
+		p->zero = c;
+		p->zero_bytes += c->bytes;
+	}
+	pthread_mutex_unlock(&d->lock);
+	free(l);
+}
+
+/*
+ * The pool a request of @page_bytes on @node draws from: the one kept on
+ * that node; for any node (-1), the one kept on any node, else the one
+ * with the most zeroed bytes. NULL when none is configured.
+ */
+static struct pool *pool_of(struct zvmmd *d, uint64_t page_bytes, int node)
+{
+	struct pool *any = NULL, *best = NULL;
+
+	for (int i = 0; i < ZVMMD_NR_POOLS; i++) {
+		struct pool *p = &d->pools[i];
+
+		if (!p->cfg->on || p->cfg->page_bytes != page_bytes)
+			continue;
+		if (node >= 0 && p->cfg->node == node)
+			return p;
+		if (p->cfg->node < 0)
+			any = p;
+		if (!best || p->zero_bytes > best->zero_bytes)
+			best = p;
+	}
+	return any ? any : node < 0 ? best : NULL;
+}
+
+/*
+ * The pool that serves @req for @cl and how many of its chunks (*@need);
+ * NULL when the request is refused, its ERROR sent, *@ret what sending
+ * it gave.
+ */
+static struct pool *lease_pool(struct zvmmd *d, struct client *cl,
+			       const struct zvmmd_lease_req *req,
+			       uint64_t *need, int *ret)
+{
+	struct pool *p;
+	uint64_t chunk;
+	char a[32], b[32];
+
+	pthread_mutex_lock(&d->lock);
+	p = pool_of(d, req->page_bytes, req->node);
+	pthread_mutex_unlock(&d->lock);
+	*ret = 0;
+	if (cl->lease)
+		*ret = send_error(
+			cl->fd, EBUSY,
+			"this connection holds lease %u: one lease per connection, open another",
+			cl->lease->id);
+	else if (!p && req->node >= 0)
+		*ret = send_error(
+			cl->fd, EINVAL,
+			"zvmmd keeps no %s pages on node %d: configure [pages.%s.node%d] in %s",
+			size_label(req->page_bytes, a, sizeof(a)), req->node,
+			size_label(req->page_bytes, b, sizeof(b)), req->node,
+			"zvmmd.conf");
+	else if (!p)
+		*ret = send_error(
+			cl->fd, EINVAL,
+			"zvmmd keeps no %s pages: configure [pages.%s] in %s",
+			size_label(req->page_bytes, a, sizeof(a)),
+			size_label(req->page_bytes, b, sizeof(b)),
+			"zvmmd.conf");
+	if (cl->lease || !p)
+		return NULL;
+	chunk = p->cfg->chunk_bytes;
+	/* Not (bytes + chunk - 1) / chunk: that wraps near 2^64. */
+	*need = req->bytes / chunk + !!(req->bytes % chunk);
+	if (*need <= ZVMMD_MAX_CHUNKS)
+		return p;
+	*ret = send_error(cl->fd, EINVAL,
+			  "%s is more than %u chunks of %s: ask for less",
+			  size_format(req->bytes, a, sizeof(a)),
+			  ZVMMD_MAX_CHUNKS, size_format(chunk, b, sizeof(b)));
+	return NULL;
+}
+
+/*
+ * @need chunks of @p into @l, with the lock held: filled chunks first,
+ * then empty ones (the kernel zeroes their pages at the client's first
+ * touch) while the pool may hold more and the kernel has the pages.
+ * Returns 0, -ENOSPC past the pool's max, -ENOMEM when free hugepages
+ * are short, or chunk_create()'s error; @l holds what was taken either
+ * way, *@zero_n of its chunks filled.
+ */
+static int lease_take(struct pool *p, const struct zvmmd_lease_req *req,
+		      uint64_t need, struct lease *l, uint64_t *zero_n)
+{
+	uint64_t chunk = p->cfg->chunk_bytes, empty_n, want;
+	struct chunk *c, **tail = &l->chunks;
+	int ret = 0;
+
+	*zero_n = 0;
+	while (l->nr < need && p->zero) {
+		c = p->zero;
+		p->zero = c->next;
+		p->zero_bytes -= c->bytes;
+		c->next = NULL;
+		*tail = c;
+		tail = &c->next;
+		l->nr++;
+		(*zero_n)++;
+	}
+	empty_n = need - l->nr;
+	want = empty_n ? req->bytes - *zero_n * chunk : 0;
+	/* What it holds, the filled chunks taken now counted again. */
+	if (empty_n &&
+	    pool_held_bytes(p) + *zero_n * chunk + want > p->cfg->max)
+		ret = -ENOSPC;
+	else if (empty_n &&
+		 free_pages(p->cfg->page_bytes) < want / p->cfg->page_bytes)
+		ret = -ENOMEM;
+	while (!ret && l->nr < need) {
+		/* The last one only as long as the request still needs. */
+		uint64_t len = want < chunk ? want : chunk;
+
+		ret = chunk_create(p, len, &c);
+		if (ret)
+			break;
+		want -= len;
+		*tail = c;
+		tail = &c->next;
+		l->nr++;
+	}
+	for (c = l->chunks; c; c = c->next)
+		l->bytes += c->bytes;
+	p->leased_bytes += l->bytes;
+	return ret;
+}
+
+/* @l, which lease_take() could not make whole, undone and said. */
+static int lease_refused(struct zvmmd *d, struct client *cl,
+			 const struct zvmmd_lease_req *req, struct lease *l,
+			 int ret)
+{
+	struct pool *p = l->pool;
+	uint64_t taken = l->bytes;
+	char a[32], b[32];
+
+	lease_undo(d, l);
+	if (ret == -ENOSPC)
+		return send_error(
+			cl->fd, ENOMEM,
+			"zvmmd may hold at most %s of %s pages (that pool's max) and %s of it is in use: ask for less, or raise max",
+			size_format(p->cfg->max, a, sizeof(a)), p->label,
+			size_format(pool_held_bytes(p) + taken, b, sizeof(b)));
+	return send_error(
+		cl->fd, -ret,
+		"zvmmd cannot make %s of %s pages: %s (free hugepages short: raise nr_hugepages)",
+		size_format(req->bytes, a, sizeof(a)), p->label,
+		strerror(-ret));
+}
+
+/*
+ * A lease of @req for @cl, or an ERROR saying why not. Returns 0 when
+ * the reply went out, else the errno of sending it.
+ */
+int lease_make(struct zvmmd *d, struct client *cl,
+	       const struct zvmmd_lease_req *req)
+{
+	uint64_t need, zero_n;
+	struct lease *l;
+	struct pool *p;
+	char a[32];
+	int ret;
+
+	p = lease_pool(d, cl, req, &need, &ret);
+	if (!p)
+		return ret;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return send_error(cl->fd, ENOMEM, "zvmmd is out of memory");
+	pthread_mutex_lock(&d->lock);
+	l->pool = p;
+	l->id = ++d->next_lease;
+	ret = lease_take(p, req, need, l, &zero_n);
+	__atomic_store_n(&d->last_lease_ns, (uint64_t)(clock_now() * 1e9),
+			 __ATOMIC_RELAXED);
+	filler_poke(d);
+	pthread_mutex_unlock(&d->lock);
+	if (ret)
+		return lease_refused(d, cl, req, l, ret);
+	ret = send_lease(cl->fd, l);
+	if (ret) {
+		pr_warn("lease %u to pid %d: cannot send it: %s", l->id,
+			(int)cl->pid, strerror(-ret));
+		lease_undo(d, l);
+		return ret;
+	}
+	cl->lease = l;
+	pr_info("lease %u: %s of %s pages to pid %d (%s), uid %u: %llu filled, %llu empty chunks",
+		l->id, size_format(l->bytes, a, sizeof(a)), p->label,
+		(int)cl->pid, cl->comm, (unsigned int)cl->uid,
+		(unsigned long long)zero_n,
+		(unsigned long long)(l->nr - zero_n));
+	return 0;
+}
+
+/* The lease of a client gone: its chunks to the quarantine. */
+void lease_end(struct zvmmd *d, struct lease *l)
+{
+	quarantine_returned(d, l);
+	free(l);
+}

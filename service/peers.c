@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: MIT
+/*
+ * zvmmd's peers: each connection, who made it (SO_PEERCRED, its groups,
+ * its pidfd), whether it is served (root or [service] group), its
+ * messages, and its end, which ends its lease.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../lib/clock.h"
+#include "../lib/log.h"
+#include "zvmmd.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+int send_error(int fd, int err, const char *fmt, ...)
+{
+	struct zvmmd_error e = { .err = err };
+	char buf[sizeof(struct zvmmd_hdr) + sizeof(e)];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	vsnprintf(e.msg, sizeof(e.msg), fmt, ap);
+	va_end(ap);
+	n = zvmmd_build(buf, sizeof(buf), ZVMMD_ERROR, &e, sizeof(e));
+	if (n < 0 || send(fd, buf, (size_t)n, MSG_NOSIGNAL) != n)
+		return -errno;
+	return 0;
+}
+
+static int refuse(const struct zvmmd *d, int fd, uid_t uid)
+{
+	return send_error(
+		fd, EACCES,
+		"uid %u is not in group %s: zvmmd leases to root and that group (usermod -aG %s USER)",
+		(unsigned int)uid, d->cfg.group, d->cfg.group);
+}
+
+/* Root, or a member of [service] group (its primary or another group). */
+static bool peer_allowed(const struct zvmmd *d, int fd, const struct ucred *uc)
+{
+	gid_t few[64], *groups = few;
+	socklen_t len = sizeof(few);
+	bool ok = false;
+	int ret;
+
+	if (uc->uid == 0)
+		return true;
+	if (d->gid == (gid_t)-1)
+		return false;
+	if (uc->gid == d->gid)
+		return true;
+	/* ERANGE says how much room the peer's groups need (up to 65536). */
+	ret = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len);
+	if (ret && errno == ERANGE && len > sizeof(few)) {
+		groups = malloc(len);
+		if (groups &&
+		    getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len)) {
+			free(groups);
+			groups = NULL;
+		}
+	} else if (ret) {
+		groups = NULL;
+	}
+	for (size_t i = 0; groups && i < len / sizeof(gid_t); i++)
+		ok |= groups[i] == d->gid;
+	if (groups != few)
+		free(groups);
+	return ok;
+}
+
+/* The command name of @pid, for the log and the status; "?" unknown. */
+static void peer_comm(pid_t pid, char *comm, size_t len)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(comm, len, "?");
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (fgets(comm, (int)len, f))
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+	}
+}
+
+/*
+ * @cl watched: its socket, and its process, so that the client's exit
+ * ends its lease even if a child of a fork() keeps the socket open.
+ * SO_PEERPIDFD (Linux 6.5) names the very process that connected, even
+ * one gone by now; pidfd_open() of its pid could name another that took
+ * the number since.
+ */
+static void peer_watch(struct zvmmd *d, struct client *cl)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	socklen_t len = sizeof(cl->pidfd);
+
+	if (getsockopt(cl->fd, SOL_SOCKET, SO_PEERPIDFD, &cl->pidfd, &len))
+		cl->pidfd = (int)syscall(SYS_pidfd_open, cl->pid, 0);
+	ev.data.ptr = &cl->sock_ev;
+	epoll_ctl(d->epfd, EPOLL_CTL_ADD, cl->fd, &ev);
+	if (cl->pidfd >= 0) {
+		ev.data.ptr = &cl->pid_ev;
+		epoll_ctl(d->epfd, EPOLL_CTL_ADD, cl->pidfd, &ev);
+	}
+}
+
+/*
+ * A peer outside the group: told why, and kept (its every message
+ * refused) while fewer than MAX_REFUSED are. False: closed at once.
+ */
+static bool peer_refused(struct zvmmd *d, int fd, const struct ucred *uc)
+{
+	(void)!refuse(d, fd, uc->uid);
+	pr_warn("refused pid %d, uid %u: not in group %s", (int)uc->pid,
+		(unsigned int)uc->uid, d->cfg.group);
+	if (d->nr_refused >= MAX_REFUSED)
+		return false;
+	d->nr_refused++;
+	return true;
+}
+
+/* A connection accepted on @fd: its peer checked, then served. */
+void peer_new(struct zvmmd *d, int fd)
+{
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+	struct client *cl;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len)) {
+		close(fd);
+		return;
+	}
+	cl = calloc(1, sizeof(*cl));
+	if (!cl) {
+		close(fd);
+		return;
+	}
+	if (!peer_allowed(d, fd, &uc)) {
+		cl->refused = true;
+		if (!peer_refused(d, fd, &uc)) {
+			free(cl);
+			close(fd);
+			return;
+		}
+	}
+	cl->sock_ev = (struct ev){ EV_CLIENT, cl };
+	cl->pid_ev = (struct ev){ EV_PIDFD, cl };
+	cl->since = clock_now();
+	cl->fd = fd;
+	cl->pid = uc.pid;
+	cl->uid = uc.uid;
+	peer_comm(uc.pid, cl->comm, sizeof(cl->comm));
+	peer_watch(d, cl);
+	cl->next = d->clients;
+	d->clients = cl;
+	d->nr_clients++;
+}
+
+/* A message that parsed, answered. */
+static void peer_request(struct zvmmd *d, struct client *cl,
+			 const struct zvmmd_msg *m)
+{
+	switch (m->type) {
+	case ZVMMD_LEASE:
+		(void)!lease_make(d, cl, &m->req);
+		break;
+	case ZVMMD_STATUS:
+		(void)!status_send(d, cl->fd);
+		break;
+	default:
+		(void)!send_error(
+			cl->fd, EPROTO,
+			"message type 0x%x is zvmmd's, not a client's",
+			m->type);
+	}
+}
+
+/* One message from @cl; false when the client is gone or misbehaved. */
+bool peer_read(struct zvmmd *d, struct client *cl)
+{
+	char buf[ZVMMD_MSG_MAX];
+	struct zvmmd_msg m;
+	ssize_t n;
+	int ret;
+
+	n = recv(cl->fd, buf, sizeof(buf), MSG_TRUNC | MSG_CMSG_CLOEXEC);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+		return false;
+	if (n < 0)
+		return true;
+	cl->since = clock_now();
+	if ((size_t)n > sizeof(buf)) {
+		(void)!send_error(cl->fd, EMSGSIZE,
+				  "a message of %zd bytes: at most %d", n,
+				  ZVMMD_MSG_MAX);
+		return true;
+	}
+	if (cl->refused) {
+		(void)!refuse(d, cl->fd, cl->uid);
+		return true;
+	}
+	ret = zvmmd_parse(buf, (size_t)n, &m);
+	if (ret) {
+		(void)!send_error(
+			cl->fd, -ret,
+			"malformed message: %s (docs/zvmmd-protocol.md, version %d)",
+			strerror(-ret), ZVMMD_VERSION);
+		pr_warn("pid %d (%s) sent a malformed message: %s",
+			(int)cl->pid, cl->comm, strerror(-ret));
+		return true;
+	}
+	peer_request(d, cl, &m);
+	return true;
+}
+
+void peer_drop(struct zvmmd *d, struct client *cl)
+{
+	struct client **pp;
+
+	for (pp = &d->clients; *pp && *pp != cl; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = cl->next;
+	if (cl->refused)
+		d->nr_refused--;
+	d->nr_clients--;
+	if (cl->lease) {
+		pr_info("lease %u of pid %d (%s) ended", cl->lease->id,
+			(int)cl->pid, cl->comm);
+		lease_end(d, cl->lease);
+	}
+	epoll_ctl(d->epfd, EPOLL_CTL_DEL, cl->fd, NULL);
+	close(cl->fd);
+	if (cl->pidfd >= 0) {
+		epoll_ctl(d->epfd, EPOLL_CTL_DEL, cl->pidfd, NULL);
+		close(cl->pidfd);
+	}
+	free(cl);
+	listener_resume(d);
+}
+
+void peers_drop_all(struct zvmmd *d)
+{
+	while (d->clients)
+		peer_drop(d, d->clients);
+}
+
+/* A client dropped: its other events in this batch are stale. */
+void peers_forget(struct epoll_event *evs, int from, int n,
+		  const struct client *cl)
+{
+	for (int k = from; k < n; k++) {
+		struct ev *e = evs[k].data.ptr;
+
+		if (e && (e == &cl->sock_ev || e == &cl->pid_ev))
+			evs[k].data.ptr = NULL;
+	}
+}
+
+/* Connections that hold no lease and asked nothing for IDLE_SECONDS. */
+void peers_sweep_idle(struct zvmmd *d, struct epoll_event *evs, int from, int n)
+{
+	double now = clock_now();
+	struct client *cl = d->clients, *next;
+
+	for (; cl; cl = next) {
+		next = cl->next;
+		if (cl->lease || now - cl->since < IDLE_SECONDS)
+			continue;
+		peers_forget(evs, from, n, cl);
+		peer_drop(d, cl);
+	}
+	/* Descriptors short for another reason (ENFILE): try again. */
+	listener_resume(d);
+}

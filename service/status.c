@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+/*
+ * zvmmd's STATUS: what each pool holds, its leases and its quarantined
+ * chunks, as the rows of lib/zvmmd_status.h (the schema `zvmm pool
+ * status` reads by, and docs/zvmmd-protocol.md's table), written
+ * through the same table.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "../include/zvmm/zvmm.h"
+#include "../lib/zvmmd_status.h"
+#include "zvmmd.h"
+
+/* @p's leases, with the lock held; -ENOMEM. */
+static int status_leases(const struct zvmmd *d, const struct pool *p,
+			 struct zvmmd_status_list *out)
+{
+	struct zvmmd_status_lease *v;
+	const struct client *cl;
+	size_t n = 0;
+
+	for (cl = d->clients; cl; cl = cl->next)
+		n += cl->lease && cl->lease->pool == p;
+	v = calloc(n ? n : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	out->v = v;
+	for (cl = d->clients; cl; cl = cl->next) {
+		if (!cl->lease || cl->lease->pool != p)
+			continue;
+		v->id = cl->lease->id;
+		v->pid = cl->pid;
+		snprintf(v->comm, sizeof(v->comm), "%s", cl->comm);
+		v->uid = cl->uid;
+		v->bytes = (int64_t)cl->lease->bytes;
+		v++;
+	}
+	out->nr = n;
+	return 0;
+}
+
+/* @p's quarantined chunks, with the lock held; -ENOMEM. */
+static int status_quarantined(const struct pool *p,
+			      struct zvmmd_status_list *out)
+{
+	struct zvmmd_status_quarantined *v;
+	const struct chunk *c;
+	size_t n = 0;
+
+	for (c = p->quarantine; c; c = c->next)
+		n++;
+	v = calloc(n ? n : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	out->v = v;
+	for (c = p->quarantine; c; c = c->next, v++) {
+		snprintf(v->chunk, sizeof(v->chunk), "%s", c->name);
+		v->bytes = (int64_t)c->bytes;
+		v->holder_pid = c->holder;
+		snprintf(v->holder_comm, sizeof(v->holder_comm), "%s",
+			 c->holder_comm);
+	}
+	out->nr = n;
+	return 0;
+}
+
+/* Pool @p's row, with the lock held; -ENOMEM. */
+static int status_pool(const struct zvmmd *d, const struct pool *p,
+		       struct zvmmd_status_pool *o)
+{
+	const struct zvmmd_pool_cfg *cfg = p->cfg;
+
+	o->page_bytes = (int64_t)cfg->page_bytes;
+	o->node = cfg->node;
+	o->chunk_bytes = (int64_t)cfg->chunk_bytes;
+	o->clean_bytes = (int64_t)p->zero_bytes;
+	o->dirty_bytes = (int64_t)p->filling_bytes;
+	o->leased_bytes = (int64_t)p->leased_bytes;
+	o->quarantined_bytes = (int64_t)p->quarantined_bytes;
+	o->low_bytes = (int64_t)cfg->low;
+	o->high_bytes = (int64_t)cfg->high;
+	o->max_bytes = (int64_t)cfg->max;
+	o->scrubbed_bytes = (int64_t)p->filled_bytes;
+	if (p->fill_seconds > 0)
+		o->scrub_gbps = (double)p->filled_bytes / p->fill_seconds / 1e9;
+	if (status_leases(d, p, &o->leases))
+		return -ENOMEM;
+	return status_quarantined(p, &o->quarantined);
+}
+
+/* The status as STATUS_OK's JSON text, in *@text (free() it); -ENOMEM. */
+static int status_text(struct zvmmd *d, char **text)
+{
+	struct zvmmd_status s = { .pid = getpid() };
+	struct zvmmd_status_pool *pools;
+	int ret = 0;
+
+	snprintf(s.version, sizeof(s.version), "%s", ZVMM_VERSION);
+	pools = calloc(ZVMMD_NR_POOLS, sizeof(*pools));
+	if (!pools)
+		return -ENOMEM;
+	s.pools.v = pools;
+	pthread_mutex_lock(&d->lock);
+	for (int i = 0; i < ZVMMD_NR_POOLS && !ret; i++)
+		if (d->pools[i].cfg->on)
+			ret = status_pool(d, &d->pools[i],
+					  &pools[s.pools.nr++]);
+	pthread_mutex_unlock(&d->lock);
+	if (!ret)
+		ret = zvmmd_status_json(&s, text);
+	zvmmd_status_free(&s);
+	return ret;
+}
+
+/* The STATUS_OK reply to @fd, or an ERROR when it cannot be made. */
+int status_send(struct zvmmd *d, int fd)
+{
+	char buf[ZVMMD_MSG_MAX], *text;
+	int n, ret;
+
+	ret = status_text(d, &text);
+	if (ret)
+		return send_error(fd, -ret, "zvmmd is out of memory");
+	n = zvmmd_build(buf, sizeof(buf), ZVMMD_STATUS_OK, text, strlen(text));
+	free(text);
+	if (n < 0)
+		return send_error(fd, EMSGSIZE,
+				  "the status is too long for one message");
+	if (send(fd, buf, (size_t)n, MSG_NOSIGNAL) != n)
+		return -errno;
+	return 0;
+}

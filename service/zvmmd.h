@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef ZVMM_SERVICE_ZVMMD_H
+#define ZVMM_SERVICE_ZVMMD_H
+
+/*
+ * zvmmd: keeps hugepage memory zeroed ahead of time, in chunks (one
+ * hugetlbfs file each, on a mount of its own that only it can reach), and
+ * leases it to VMMs over a unix SOCK_SEQPACKET socket (lib/zvmmd_proto.h,
+ * docs/zvmmd-protocol.md). docs/DESIGN.md, "zvmmd", says why a chunk is
+ * never leased twice: a returned chunk is retired (unlinked, its pages
+ * back to the kernel once no one holds them) and a new one is filled in
+ * its place, at idle priority, in zvmmd's own thread and cgroup.
+ *
+ * One struct zvmmd holds the daemon, passed by pointer; each file holds
+ * one concept: main.c (parse, new, run, free), chunks.c (mounts, chunk
+ * files, the filler thread), leases.c, quarantine.c, listener.c (the
+ * socket), peers.c (connections and their checks), status.c (STATUS),
+ * config.c (zvmmd.conf).
+ */
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "../lib/holders.h"
+#include "../lib/zvmmd_proto.h"
+#include "config.h"
+
+/* ------------------------------------------------------------- chunks */
+
+struct chunk {
+	struct chunk *next;
+	int fd;
+	uint64_t bytes;
+	struct stat st;
+	char name[48];
+	bool filled; /* every page allocated and zero: leased as ZERO */
+	long holder; /* quarantined: who held it at the last look */
+	char holder_comm[HOLDER_COMM_LEN];
+};
+
+/* The memory of one page size on one node: one hugetlbfs mount. */
+struct pool {
+	const struct zvmmd_pool_cfg *cfg;
+	char label[24]; /* "2M", "1G", "2M-node1" */
+	char dir[PATH_MAX]; /* for messages: [service] dir/label */
+	char at[64]; /* the mount point through dirfd: /proc/self/fd/N/label */
+	int dirfd;
+	bool mounted;
+	bool refilling; /* below low: fill up to high */
+	uint64_t seq;
+	struct chunk *zero; /* filled, ready to lease */
+	struct chunk *quarantine; /* returned, still held by someone */
+	uint64_t zero_bytes, filling_bytes, leased_bytes, quarantined_bytes;
+	uint64_t filled_bytes; /* filled since start, for the rate */
+	double fill_seconds;
+	int fill_error; /* the last fill's, shown in status */
+};
+
+/* ------------------------------------------------------ leases, peers */
+
+struct lease {
+	struct lease *next;
+	uint32_t id;
+	struct pool *pool;
+	struct chunk *chunks;
+	unsigned int nr;
+	uint64_t bytes;
+};
+
+enum ev_kind { EV_LISTEN = 1, EV_SIGNAL, EV_TIMER, EV_CLIENT, EV_PIDFD };
+
+/* What an epoll event points at. */
+struct ev {
+	enum ev_kind kind;
+	struct client *c;
+};
+
+/*
+ * Each connection costs zvmmd two descriptors (the socket, the client's
+ * pidfd). A client asks at once (a lease, a status), so one that holds
+ * no lease is closed after IDLE_SECONDS: a group member cannot pin the
+ * daemon's descriptors with idle connections, only with leases, which
+ * [pages] max bounds. At most MAX_CLIENTS at a time, and when the
+ * process runs out of descriptors anyway accepting pauses until one is
+ * closed (the listening socket would otherwise wake epoll forever).
+ */
+#define IDLE_SECONDS 10.0
+#define MAX_CLIENTS 4096
+
+/*
+ * Refused peers kept open until they close, so each reads why (closing
+ * on a request still unread would reset the connection first); at most
+ * this many, then a refusal closes at once.
+ */
+#define MAX_REFUSED 16
+
+/* A connected client: its socket, its pidfd, at most one lease. */
+struct client {
+	struct ev sock_ev, pid_ev;
+	int fd, pidfd;
+	pid_t pid;
+	uid_t uid;
+	char comm[32];
+	bool refused; /* not root, not in the group: every message refused */
+	double since; /* accepted, or its last message: CLOCK_MONOTONIC */
+	struct lease *lease;
+	struct client *next;
+};
+
+/* ------------------------------------------------------------- zvmmd */
+
+struct zvmmd {
+	struct zvmmd_config cfg;
+	struct pool pools[ZVMMD_NR_POOLS];
+	int dirfd; /* [service] dir, opened without symbolic links */
+
+	/*
+	 * Shared with the filler thread: the pools' lists and counts, under
+	 * @lock; @stop and @last_lease_ns are read without it, atomically.
+	 */
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	bool stop;
+	uint64_t last_lease_ns; /* CLOCK_MONOTONIC of the last lease */
+	pthread_t filler;
+	bool filler_on;
+
+	/* The event loop's alone. */
+	int epfd, listen_fd, signal_fd, timer_fd;
+	struct ev listen_ev, signal_ev, timer_ev;
+	bool bound; /* the socket file is ours to remove */
+	bool listen_paused;
+	gid_t gid; /* the peers' group, (gid_t)-1: root alone */
+	struct client *clients;
+	unsigned int nr_clients, nr_refused;
+	uint32_t next_lease;
+
+	/* Who holds chunks (quarantine.c): one walk of /proc for them all. */
+	struct stat holder_st[ZVMMD_MAX_CHUNKS];
+	long holder_pid[ZVMMD_MAX_CHUNKS];
+	char holder_comm[ZVMMD_MAX_CHUNKS][HOLDER_COMM_LEN];
+};
+
+/* chunks.c: mounts, chunk files, the filler thread. */
+int zvmmd_dir_open(const char *path, mode_t mode, const char *key)
+	__attribute__((warn_unused_result));
+int pools_open(struct zvmmd *d) __attribute__((warn_unused_result));
+void pools_close(struct zvmmd *d);
+uint64_t pool_held_bytes(const struct pool *p);
+int chunk_create(struct pool *p, uint64_t bytes, struct chunk **out)
+	__attribute__((warn_unused_result));
+void chunk_retire(struct pool *p, struct chunk *c);
+int filler_start(struct zvmmd *d) __attribute__((warn_unused_result));
+void filler_stop(struct zvmmd *d);
+void filler_poke(struct zvmmd *d);
+
+/* leases.c */
+int lease_make(struct zvmmd *d, struct client *cl,
+	       const struct zvmmd_lease_req *req);
+void lease_end(struct zvmmd *d, struct lease *l);
+
+/* quarantine.c */
+void quarantine_returned(struct zvmmd *d, struct lease *l);
+void quarantine_check(struct zvmmd *d);
+
+/* listener.c: the socket clients connect to. */
+bool listener_activated(void);
+bool listener_taken(const struct zvmmd *d);
+int listener_open(struct zvmmd *d) __attribute__((warn_unused_result));
+void listener_close(struct zvmmd *d);
+void listener_pause(struct zvmmd *d, const char *why);
+void listener_resume(struct zvmmd *d);
+void listener_accept(struct zvmmd *d);
+
+/* peers.c: connections, their checks and messages. */
+void peer_new(struct zvmmd *d, int fd);
+bool peer_read(struct zvmmd *d, struct client *cl);
+void peer_drop(struct zvmmd *d, struct client *cl);
+void peers_sweep_idle(struct zvmmd *d, struct epoll_event *evs, int from,
+		      int n);
+void peers_forget(struct epoll_event *evs, int from, int n,
+		  const struct client *cl);
+void peers_drop_all(struct zvmmd *d);
+int send_error(int fd, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* status.c */
+int status_send(struct zvmmd *d, int fd);
+
+#endif
