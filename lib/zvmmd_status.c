@@ -437,12 +437,20 @@ static void print_pool(const struct zvmmd_status_pool *p, FILE *f)
 			(long long)l[k].uid,
 			size_human((uint64_t)l[k].bytes, leased,
 				   sizeof(leased)));
+	/* Another user's, or past what one reply lists. */
+	if (p->leases_total > (int64_t)p->leases.nr)
+		fprintf(f, "  %lld more leases, not listed\n",
+			(long long)(p->leases_total - (int64_t)p->leases.nr));
 	for (size_t k = 0; k < p->quarantined.nr; k++)
 		fprintf(f, "  quarantined %s: %s, held by pid %lld (%s)\n",
 			shown(q[k].chunk, name, sizeof(name)),
 			size_human((uint64_t)q[k].bytes, quar, sizeof(quar)),
 			(long long)q[k].holder_pid,
 			shown(q[k].holder_comm, comm, sizeof(comm)));
+	if (p->quarantined_total > (int64_t)p->quarantined.nr)
+		fprintf(f, "  %lld more quarantined chunks, not listed\n",
+			(long long)(p->quarantined_total -
+				    (int64_t)p->quarantined.nr));
 }
 
 void zvmmd_status_print(const struct zvmmd_status *s, FILE *f)

@@ -60,8 +60,16 @@
 	X(INT, max_bytes, 0, INT64_MAX, "its max: all it may hold")           \
 	X(INT, scrubbed_bytes, 0, INT64_MAX, "zeroed since zvmmd started")    \
 	X(NUMBER, scrub_gbps, 0, 1e6, "its fill rate so far, GB/s (1e9 B/s)") \
-	X(LIST, leases, lease, 0, "its leases")                               \
-	X(LIST, quarantined, quarantined, 0, "its quarantined chunks")
+	X(INT, leases_total, 0, INT64_MAX,                                    \
+	  "its leases, all of them: more than listed below when some are "    \
+	  "another user's or past the most listed")                           \
+	X(INT, quarantined_total, 0, INT64_MAX,                               \
+	  "its quarantined chunks, all of them, likewise")                    \
+	X(LIST, leases, lease, 0,                                             \
+	  "its leases: all of them for root, the asker's own for any other "  \
+	  "user; at most 64 in the whole reply")                              \
+	X(LIST, quarantined, quarantined, 0,                                  \
+	  "its quarantined chunks, shown as its leases are")
 
 /* The reply: one JSON object. */
 #define ZVMMD_STATUS_TOP(X)                             \

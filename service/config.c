@@ -35,6 +35,15 @@
 #define RECHECK_MIN 10
 #define RECHECK_MAX 60000
 
+/*
+ * [service] user_connections: up to what non-root peers may have in all
+ * (ZVMMD_USER_CONNECTIONS_MAX: zvmmd.h's MAX_CLIENTS less ROOT_RESERVE);
+ * [service] idle in seconds.
+ */
+#define USER_CONNECTIONS_MAX ZVMMD_USER_CONNECTIONS_MAX
+#define IDLE_MIN 1
+#define IDLE_MAX 3600
+
 /* By page size, ZVMMD_PAGE_*: [pages.2M] and its pool's pages. */
 static const char *const page_names[ZVMMD_NR_PAGE_SIZES] = { "2M", "1G" };
 static const uint64_t page_sizes[ZVMMD_NR_PAGE_SIZES] = { SZ_2M, SZ_1G };
@@ -52,6 +61,10 @@ void zvmmd_config_defaults(struct zvmmd_config *c)
 		c->pool[i].chunk_bytes = SZ_1G;
 		c->pool[i].node = -1;
 	}
+	c->user_connections = 32;
+	c->idle_s = 10;
+	c->user_share = 50;
+	c->user_share_pct = true;
 	c->scrub_idle = true;
 	c->recheck_ms = 1000;
 }
@@ -334,6 +347,69 @@ static int unknown_section(const char *section, char *err, size_t len)
 	return -EINVAL;
 }
 
+/* A whole number from @lo to @hi and nothing after it but @unit. */
+static int set_uint(unsigned int *out, const char *v, const char *unit,
+		    unsigned int lo, unsigned int hi, const char *what,
+		    char *err, size_t len)
+{
+	unsigned long n;
+	char *end;
+
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (v[0] < '0' || v[0] > '9' || errno || n < lo || n > hi ||
+	    (*end && strcmp(end, unit))) {
+		snprintf(err, len, "bad value '%s': expected %s from %u to %u",
+			 v, what, lo, hi);
+		return -EINVAL;
+	}
+	*out = (unsigned int)n;
+	return 0;
+}
+
+/* [service] user_share: "N%" of each pool's max, or a size. */
+static int set_share(struct zvmmd_config *c, const char *v, char *err,
+		     size_t len)
+{
+	unsigned int pct;
+	size_t n = strlen(v);
+
+	if (n && v[n - 1] == '%') {
+		if (set_uint(&pct, v, "%", 1, 100, "a percentage", err, len))
+			return -EINVAL;
+		c->user_share = pct;
+		c->user_share_pct = true;
+		return 0;
+	}
+	/*
+	 * Not bytes by mistake: "50" meant 50%, and a share below a page
+	 * would refuse every lease.
+	 */
+	c->user_share_pct = false;
+	return inival_size(v, NULL, &c->user_share, SZ_2M, CONFIG_SIZE_MAX, err,
+			   len);
+}
+
+/* [service]'s keys of fair shares: user_connections, user_share, idle. */
+static int set_service_key(struct zvmmd_config *c, const char *key,
+			   const char *v, char *err, size_t len)
+{
+	if (!strcmp(key, "user_connections"))
+		return set_uint(&c->user_connections, v, "", 1,
+				USER_CONNECTIONS_MAX, "a number of connections",
+				err, len);
+	if (!strcmp(key, "idle"))
+		return set_uint(&c->idle_s, v, "s", IDLE_MIN, IDLE_MAX,
+				"a number of seconds (10 or 10s)", err, len);
+	if (!strcmp(key, "user_share"))
+		return set_share(c, v, err, len);
+	snprintf(
+		err, len,
+		"unknown key '%s' in [service]: expected socket, dir, group, user_connections, user_share or idle",
+		key);
+	return -EINVAL;
+}
+
 static int set_key(struct load_ctx *x, int line, const char *section,
 		   const char *key, const char *v, char *err, size_t len)
 {
@@ -353,11 +429,7 @@ static int set_key(struct load_ctx *x, int line, const char *section,
 		if (!strcmp(key, "group"))
 			return set_group(c->group, sizeof(c->group), v, err,
 					 len);
-		snprintf(
-			err, len,
-			"unknown key '%s' in [service]: expected socket, dir or group",
-			key);
-		return -EINVAL;
+		return set_service_key(c, key, v, err, len);
 	}
 	if (!strcmp(section, "scrub")) {
 		if (!strcmp(key, "rate"))
@@ -730,6 +802,14 @@ int zvmmd_config_format(const struct zvmmd_config *c, char *buf, size_t len)
 
 	put(&o, "[service]\nsocket = %s\ndir = %s\ngroup = %s\n", c->socket,
 	    c->dir, c->group);
+	put(&o, "user_connections = %u\nidle = %us\n", c->user_connections,
+	    c->idle_s);
+	if (c->user_share_pct)
+		put(&o, "user_share = %llu%%\n",
+		    (unsigned long long)c->user_share);
+	else
+		put(&o, "user_share = %s\n",
+		    size_label(c->user_share, a, sizeof(a)));
 	for (unsigned int i = 0; i < ZVMMD_NR_POOLS; i++) {
 		const struct zvmmd_pool_cfg *p = &c->pool[i];
 

@@ -19,6 +19,9 @@
 #define ZVMMD_DEFAULT_DIR "/run/zvmm/chunks"
 #define ZVMMD_DEFAULT_GROUP "zvmm"
 
+/* What non-root peers may have open in all (zvmmd.h, ROOT_RESERVE). */
+#define ZVMMD_USER_CONNECTIONS_MAX (4096 - 64)
+
 /* The page sizes served, in the order of their pools' slots. */
 enum { ZVMMD_PAGE_2M, ZVMMD_PAGE_1G, ZVMMD_NR_PAGE_SIZES };
 
@@ -78,6 +81,16 @@ struct zvmmd_config {
 	char socket[108]; /* [service] socket: fits sun_path */
 	char dir[256]; /* [service] dir: the hugetlbfs mounts go under it */
 	char group[64]; /* [service] group: a name, not resolved here */
+	/* [service] user_connections: the most one uid but root has open. */
+	unsigned int user_connections;
+	/* [service] idle: seconds a connection holding no lease stays. */
+	unsigned int idle_s;
+	/*
+	 * [service] user_share: the most of each pool one uid but root may
+	 * hold charged, a percentage of its max (user_share_pct) or bytes.
+	 */
+	uint64_t user_share;
+	bool user_share_pct;
 	struct zvmmd_pool_cfg pool[ZVMMD_NR_POOLS];
 	uint64_t scrub_rate; /* [scrub] rate: bytes per second, 0 = no cap */
 	char scrub_cpus[64]; /* [scrub] cpus: a CPU list, "" = any */
@@ -86,9 +99,10 @@ struct zvmmd_config {
 };
 
 /*
- * The defaults: the paths and group above, every pool off (1 GiB chunks,
- * nothing kept, any node), no scrub rate cap, any CPU, idle priority, a
- * recheck every 1000 ms. With no pool on it is not a valid config: a
+ * The defaults: the paths and group above, 32 connections and 50% of each
+ * pool per uid, connections without a lease closed after 10 s, every
+ * pool off (1 GiB chunks, nothing kept, any node), no scrub rate cap,
+ * any CPU, idle priority, a recheck every 1000 ms. With no pool on it is not a valid config: a
  * file has to turn one on.
  */
 void zvmmd_config_defaults(struct zvmmd_config *c);

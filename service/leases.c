@@ -138,6 +138,41 @@ static struct pool *pool_of(struct zvmmd *d, uint64_t page_bytes, int node)
 	return any ? any : node < 0 ? best : NULL;
 }
 
+uint64_t lease_share(const struct zvmmd *d, const struct pool *p)
+{
+	uint64_t max = p->cfg->max;
+
+	if (d->cfg.user_share_pct)
+		return max / 100 * d->cfg.user_share +
+		       max % 100 * d->cfg.user_share / 100;
+	return d->cfg.user_share < max ? d->cfg.user_share : max;
+}
+
+/*
+ * Whether @cl's uid may be charged @need more chunks of @p: root always
+ * (bounded by max alone), any other uid up to [service] user_share of
+ * the pool's max. Each chunk is charged whole, filled or empty, so that
+ * many small leases cannot pass for little. False: refused, *@ret what
+ * sending the ERROR gave.
+ */
+static bool lease_in_share(struct zvmmd *d, struct client *cl,
+			   const struct pool *p, uint64_t need, int *ret)
+{
+	uint64_t share = lease_share(d, p), chunk = p->cfg->chunk_bytes;
+	uint64_t held = cl->user->charged[p - d->pools];
+	char a[32], b[32], c[32];
+
+	if (!cl->uid || (need <= share / chunk && held <= share - need * chunk))
+		return true;
+	*ret = send_error(
+		cl->fd, ENOMEM,
+		"uid %u holds %s of %s pages and this lease would take it past its share, %s ([service] user_share; a lease is charged whole chunks of %s)",
+		(unsigned int)cl->uid, size_format(held, a, sizeof(a)),
+		p->label, size_format(share, b, sizeof(b)),
+		size_format(chunk, c, sizeof(c)));
+	return false;
+}
+
 /*
  * The pool that serves @req for @cl and how many of its chunks (*@need);
  * NULL when the request is refused, its ERROR sent, *@ret what sending
@@ -180,7 +215,7 @@ static struct pool *lease_pool(struct zvmmd *d, struct client *cl,
 	/* Not (bytes + chunk - 1) / chunk: that wraps near 2^64. */
 	*need = req->bytes / chunk + !!(req->bytes % chunk);
 	if (*need <= ZVMMD_MAX_CHUNKS)
-		return p;
+		return lease_in_share(d, cl, p, *need, ret) ? p : NULL;
 	*ret = send_error(cl->fd, EINVAL,
 			  "%s is more than %u chunks of %s: ask for less",
 			  size_format(req->bytes, a, sizeof(a)),
@@ -287,6 +322,8 @@ int lease_make(struct zvmmd *d, struct client *cl,
 	l->pool = p;
 	l->id = ++d->next_lease;
 	ret = lease_take(p, req, need, l, &zero_n);
+	for (struct chunk *c = l->chunks; c; c = c->next)
+		c->owner = cl->uid;
 	__atomic_store_n(&d->last_lease_ns, (uint64_t)(clock_now() * 1e9),
 			 __ATOMIC_RELAXED);
 	filler_poke(d);
@@ -301,6 +338,8 @@ int lease_make(struct zvmmd *d, struct client *cl,
 		return ret;
 	}
 	cl->lease = l;
+	l->charged = need * p->cfg->chunk_bytes;
+	cl->user->charged[p - d->pools] += l->charged;
 	pr_info("lease %u: %s of %s pages to pid %d (%s), uid %u: %llu filled, %llu empty chunks",
 		l->id, size_format(l->bytes, a, sizeof(a)), p->label,
 		(int)cl->pid, cl->comm, (unsigned int)cl->uid,

@@ -78,8 +78,14 @@ static bool peer_allowed(const struct zvmmd *d, int fd, const struct ucred *uc)
 	return ok;
 }
 
-/* The command name of @pid, for the log and the status; "?" unknown. */
-static void peer_comm(pid_t pid, char *comm, size_t len)
+/*
+ * The command name of @pid, for the log and the status; "?" unknown.
+ * Read by pid, then the pidfd asked whether that process still lives:
+ * if it does, the pid was its all along (a pid is not reused while its
+ * process lives, even as a zombie), and the name is not another's that
+ * took the number since.
+ */
+static void peer_comm(pid_t pid, int pidfd, char *comm, size_t len)
 {
 	char path[64];
 	FILE *f;
@@ -92,6 +98,75 @@ static void peer_comm(pid_t pid, char *comm, size_t len)
 			comm[strcspn(comm, "\n")] = '\0';
 		fclose(f);
 	}
+	if (pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0))
+		snprintf(comm, len, "?");
+}
+
+/* @uid's accounting, made at its first connection; NULL: no memory. */
+static struct peer_user *user_get(struct zvmmd *d, uid_t uid)
+{
+	struct peer_user *u;
+
+	for (u = d->users; u; u = u->next)
+		if (u->uid == uid)
+			return u;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->uid = uid;
+	u->next = d->users;
+	d->users = u;
+	return u;
+}
+
+/* A connection of @u's gone: @u freed with its last. */
+static void user_put(struct zvmmd *d, struct peer_user *u)
+{
+	struct peer_user **pp;
+
+	if (--u->connections)
+		return;
+	for (pp = &d->users; *pp && *pp != u; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = u->next;
+	free(u);
+}
+
+/*
+ * Whether @u, not root, may open one more connection: at most [service]
+ * user_connections each, and all of theirs together leave ROOT_RESERVE
+ * for root. Refused: told (EUSERS), and logged at most once a second.
+ */
+static bool user_admitted(struct zvmmd *d, int fd, const struct peer_user *u)
+{
+	bool all = d->nr_members >= MAX_CLIENTS - ROOT_RESERVE;
+	double now = clock_now();
+
+	if (!u->uid || (!all && u->connections < d->cfg.user_connections))
+		return true;
+	if (all)
+		(void)!send_error(
+			fd, EUSERS,
+			"zvmmd's connections for users other than root are all in use (%u): try again once one closes",
+			MAX_CLIENTS - ROOT_RESERVE);
+	else
+		(void)!send_error(
+			fd, EUSERS,
+			"uid %u has %u connections open, the most one user may ([service] user_connections): close one",
+			(unsigned int)u->uid, u->connections);
+	if (now - d->users_logged < 1.0) {
+		d->users_unlogged++;
+		return false;
+	}
+	pr_warn("refused a connection of uid %u: %s (%u more refused since the last such line)",
+		(unsigned int)u->uid,
+		all ? "the connections for users other than root are in use" :
+		      "it has [service] user_connections open",
+		d->users_unlogged);
+	d->users_logged = now;
+	d->users_unlogged = 0;
+	return false;
 }
 
 /*
@@ -131,6 +206,30 @@ static bool peer_refused(struct zvmmd *d, int fd, const struct ucred *uc)
 	return true;
 }
 
+/*
+ * @cl's uid accounted, when it may have one more connection; false:
+ * refused and told why.
+ */
+static bool peer_account(struct zvmmd *d, struct client *cl, uid_t uid)
+{
+	struct peer_user *u = user_get(d, uid);
+
+	if (!u) {
+		(void)!send_error(cl->fd, ENOMEM, "zvmmd is out of memory");
+		return false;
+	}
+	if (!user_admitted(d, cl->fd, u)) {
+		/* Its first connection refused: nothing to keep. */
+		u->connections++;
+		user_put(d, u);
+		return false;
+	}
+	u->connections++;
+	d->nr_members += uid != 0;
+	cl->user = u;
+	return true;
+}
+
 /* A connection accepted on @fd: its peer checked, then served. */
 void peer_new(struct zvmmd *d, int fd)
 {
@@ -147,9 +246,17 @@ void peer_new(struct zvmmd *d, int fd)
 		close(fd);
 		return;
 	}
+	cl->fd = fd;
+	if (!peer_account(d, cl, uc.uid)) {
+		free(cl);
+		close(fd);
+		return;
+	}
 	if (!peer_allowed(d, fd, &uc)) {
 		cl->refused = true;
 		if (!peer_refused(d, fd, &uc)) {
+			d->nr_members--;
+			user_put(d, cl->user);
 			free(cl);
 			close(fd);
 			return;
@@ -158,11 +265,10 @@ void peer_new(struct zvmmd *d, int fd)
 	cl->sock_ev = (struct ev){ EV_CLIENT, cl };
 	cl->pid_ev = (struct ev){ EV_PIDFD, cl };
 	cl->since = clock_now();
-	cl->fd = fd;
 	cl->pid = uc.pid;
 	cl->uid = uc.uid;
-	peer_comm(uc.pid, cl->comm, sizeof(cl->comm));
 	peer_watch(d, cl);
+	peer_comm(uc.pid, cl->pidfd, cl->comm, sizeof(cl->comm));
 	cl->next = d->clients;
 	d->clients = cl;
 	d->nr_clients++;
@@ -177,7 +283,7 @@ static void peer_request(struct zvmmd *d, struct client *cl,
 		(void)!lease_make(d, cl, &m->req);
 		break;
 	case ZVMMD_STATUS:
-		(void)!status_send(d, cl->fd);
+		(void)!status_send(d, cl);
 		break;
 	default:
 		(void)!send_error(
@@ -198,9 +304,12 @@ bool peer_read(struct zvmmd *d, struct client *cl)
 	n = recv(cl->fd, buf, sizeof(buf), MSG_TRUNC | MSG_CMSG_CLOEXEC);
 	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
 		return false;
+	/*
+	 * No message keeps a connection open: only a lease does. A STATUS
+	 * every few seconds would otherwise pin a connection for ever.
+	 */
 	if (n < 0)
 		return true;
-	cl->since = clock_now();
 	if ((size_t)n > sizeof(buf)) {
 		(void)!send_error(cl->fd, EMSGSIZE,
 				  "a message of %zd bytes: at most %d", n,
@@ -236,11 +345,15 @@ void peer_drop(struct zvmmd *d, struct client *cl)
 	if (cl->refused)
 		d->nr_refused--;
 	d->nr_clients--;
+	d->nr_members -= cl->uid != 0;
 	if (cl->lease) {
 		pr_info("lease %u of pid %d (%s) ended", cl->lease->id,
 			(int)cl->pid, cl->comm);
+		cl->user->charged[cl->lease->pool - d->pools] -=
+			cl->lease->charged;
 		lease_end(d, cl->lease);
 	}
+	user_put(d, cl->user);
 	epoll_ctl(d->epfd, EPOLL_CTL_DEL, cl->fd, NULL);
 	close(cl->fd);
 	if (cl->pidfd >= 0) {
@@ -269,7 +382,7 @@ void peers_forget(struct epoll_event *evs, int from, int n,
 	}
 }
 
-/* Connections that hold no lease and asked nothing for IDLE_SECONDS. */
+/* Connections that hold no lease, open [service] idle seconds. */
 void peers_sweep_idle(struct zvmmd *d, struct epoll_event *evs, int from, int n)
 {
 	double now = clock_now();
@@ -277,7 +390,7 @@ void peers_sweep_idle(struct zvmmd *d, struct epoll_event *evs, int from, int n)
 
 	for (; cl; cl = next) {
 		next = cl->next;
-		if (cl->lease || now - cl->since < IDLE_SECONDS)
+		if (cl->lease || now - cl->since < d->cfg.idle_s)
 			continue;
 		peers_forget(evs, from, n, cl);
 		peer_drop(d, cl);

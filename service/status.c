@@ -16,22 +16,33 @@
 #include "../lib/zvmmd_status.h"
 #include "zvmmd.h"
 
-/* @p's leases, with the lock held; -ENOMEM. */
+/*
+ * What one STATUS shows: whom to (@uid: root sees every lease and
+ * chunk, any other uid its own, and counts of the rest) and how many
+ * more entries it may list (@leases, @quarantined: STATUS_LISTED at
+ * first, fewer when the reply had to be made again to fit).
+ */
+struct view {
+	uid_t uid;
+	unsigned int leases, quarantined;
+};
+
+/* @p's leases, newest connection first, with the lock held; -ENOMEM. */
 static int status_leases(const struct zvmmd *d, const struct pool *p,
-			 struct zvmmd_status_list *out)
+			 struct view *w, struct zvmmd_status_pool *o)
 {
 	struct zvmmd_status_lease *v;
 	const struct client *cl;
-	size_t n = 0;
 
-	for (cl = d->clients; cl; cl = cl->next)
-		n += cl->lease && cl->lease->pool == p;
-	v = calloc(n ? n : 1, sizeof(*v));
+	v = calloc(w->leases ? w->leases : 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	out->v = v;
+	o->leases.v = v;
 	for (cl = d->clients; cl; cl = cl->next) {
 		if (!cl->lease || cl->lease->pool != p)
+			continue;
+		o->leases_total++;
+		if (!w->leases || (w->uid && cl->uid != w->uid))
 			continue;
 		v->id = cl->lease->id;
 		v->pid = cl->pid;
@@ -39,39 +50,42 @@ static int status_leases(const struct zvmmd *d, const struct pool *p,
 		v->uid = cl->uid;
 		v->bytes = (int64_t)cl->lease->bytes;
 		v++;
+		o->leases.nr++;
+		w->leases--;
 	}
-	out->nr = n;
 	return 0;
 }
 
 /* @p's quarantined chunks, with the lock held; -ENOMEM. */
-static int status_quarantined(const struct pool *p,
-			      struct zvmmd_status_list *out)
+static int status_quarantined(const struct pool *p, struct view *w,
+			      struct zvmmd_status_pool *o)
 {
 	struct zvmmd_status_quarantined *v;
 	const struct chunk *c;
-	size_t n = 0;
 
-	for (c = p->quarantine; c; c = c->next)
-		n++;
-	v = calloc(n ? n : 1, sizeof(*v));
+	v = calloc(w->quarantined ? w->quarantined : 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	out->v = v;
-	for (c = p->quarantine; c; c = c->next, v++) {
+	o->quarantined.v = v;
+	for (c = p->quarantine; c; c = c->next) {
+		o->quarantined_total++;
+		if (!w->quarantined || (w->uid && c->owner != w->uid))
+			continue;
 		snprintf(v->chunk, sizeof(v->chunk), "%s", c->name);
 		v->bytes = (int64_t)c->bytes;
 		v->holder_pid = c->holder;
 		snprintf(v->holder_comm, sizeof(v->holder_comm), "%s",
 			 c->holder_comm);
+		v++;
+		o->quarantined.nr++;
+		w->quarantined--;
 	}
-	out->nr = n;
 	return 0;
 }
 
 /* Pool @p's row, with the lock held; -ENOMEM. */
 static int status_pool(const struct zvmmd *d, const struct pool *p,
-		       struct zvmmd_status_pool *o)
+		       struct view *w, struct zvmmd_status_pool *o)
 {
 	const struct zvmmd_pool_cfg *cfg = p->cfg;
 
@@ -88,13 +102,13 @@ static int status_pool(const struct zvmmd *d, const struct pool *p,
 	o->scrubbed_bytes = (int64_t)p->filled_bytes;
 	if (p->fill_seconds > 0)
 		o->scrub_gbps = (double)p->filled_bytes / p->fill_seconds / 1e9;
-	if (status_leases(d, p, &o->leases))
+	if (status_leases(d, p, w, o))
 		return -ENOMEM;
-	return status_quarantined(p, &o->quarantined);
+	return status_quarantined(p, w, o);
 }
 
 /* The status as STATUS_OK's JSON text, in *@text (free() it); -ENOMEM. */
-static int status_text(struct zvmmd *d, char **text)
+static int status_text(struct zvmmd *d, struct view w, char **text)
 {
 	struct zvmmd_status s = { .pid = getpid() };
 	struct zvmmd_status_pool *pools;
@@ -108,7 +122,7 @@ static int status_text(struct zvmmd *d, char **text)
 	pthread_mutex_lock(&d->lock);
 	for (int i = 0; i < ZVMMD_NR_POOLS && !ret; i++)
 		if (d->pools[i].cfg->on)
-			ret = status_pool(d, &d->pools[i],
+			ret = status_pool(d, &d->pools[i], &w,
 					  &pools[s.pools.nr++]);
 	pthread_mutex_unlock(&d->lock);
 	if (!ret)
@@ -117,21 +131,36 @@ static int status_text(struct zvmmd *d, char **text)
 	return ret;
 }
 
-/* The STATUS_OK reply to @fd, or an ERROR when it cannot be made. */
-int status_send(struct zvmmd *d, int fd)
+/*
+ * The STATUS_OK reply to @cl, or an ERROR when it cannot be made. The
+ * lists are bounded (STATUS_LISTED), and should names long enough and
+ * pools many enough still overflow a message, it is made again listing
+ * fewer, down to none: the counts always fit.
+ */
+int status_send(struct zvmmd *d, const struct client *cl)
 {
 	char buf[ZVMMD_MSG_MAX], *text;
-	int n, ret;
+	struct view w = { .uid = cl->uid };
+	unsigned int most = STATUS_LISTED;
+	int n = -EMSGSIZE, ret;
 
-	ret = status_text(d, &text);
-	if (ret)
-		return send_error(fd, -ret, "zvmmd is out of memory");
-	n = zvmmd_build(buf, sizeof(buf), ZVMMD_STATUS_OK, text, strlen(text));
-	free(text);
+	for (;;) {
+		w.leases = w.quarantined = most;
+		ret = status_text(d, w, &text);
+		if (ret)
+			return send_error(cl->fd, -ret,
+					  "zvmmd is out of memory");
+		n = zvmmd_build(buf, sizeof(buf), ZVMMD_STATUS_OK, text,
+				strlen(text));
+		free(text);
+		if (n >= 0 || !most)
+			break;
+		most /= 4;
+	}
 	if (n < 0)
-		return send_error(fd, EMSGSIZE,
+		return send_error(cl->fd, EMSGSIZE,
 				  "the status is too long for one message");
-	if (send(fd, buf, (size_t)n, MSG_NOSIGNAL) != n)
+	if (send(cl->fd, buf, (size_t)n, MSG_NOSIGNAL) != n)
 		return -errno;
 	return 0;
 }

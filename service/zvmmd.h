@@ -39,6 +39,7 @@ struct chunk {
 	struct stat st;
 	char name[48];
 	bool filled; /* every page allocated and zero: leased as ZERO */
+	uid_t owner; /* whose lease it was last in: STATUS shows it to them */
 	long holder; /* quarantined: who held it at the last look */
 	char holder_comm[HOLDER_COMM_LEN];
 };
@@ -70,6 +71,7 @@ struct lease {
 	struct chunk *chunks;
 	unsigned int nr;
 	uint64_t bytes;
+	uint64_t charged; /* against its uid's share: whole chunks */
 };
 
 enum ev_kind { EV_LISTEN = 1, EV_SIGNAL, EV_TIMER, EV_CLIENT, EV_PIDFD };
@@ -83,14 +85,43 @@ struct ev {
 /*
  * Each connection costs zvmmd two descriptors (the socket, the client's
  * pidfd). A client asks at once (a lease, a status), so one that holds
- * no lease is closed after IDLE_SECONDS: a group member cannot pin the
- * daemon's descriptors with idle connections, only with leases, which
- * [pages] max bounds. At most MAX_CLIENTS at a time, and when the
- * process runs out of descriptors anyway accepting pauses until one is
- * closed (the listening socket would otherwise wake epoll forever).
+ * no lease is closed [service] idle seconds after it was accepted,
+ * whatever it sends: a group member cannot pin the daemon's descriptors
+ * with idle connections, only with leases, which its share bounds. At
+ * most MAX_CLIENTS at a time, and when the process runs out of
+ * descriptors anyway accepting pauses until one is closed (the listening
+ * socket would otherwise wake epoll forever).
  */
-#define IDLE_SECONDS 10.0
 #define MAX_CLIENTS 4096
+
+/*
+ * Root's reserve: peers other than root may have at most MAX_CLIENTS
+ * less this many open in all, so that root's connections are never
+ * refused because of theirs ([service] user_connections bounds each uid).
+ */
+#define ROOT_RESERVE 64
+_Static_assert(MAX_CLIENTS - ROOT_RESERVE == ZVMMD_USER_CONNECTIONS_MAX,
+	       "config.h's bound of user_connections");
+
+/*
+ * STATUS lists at most this many leases and quarantined chunks in all
+ * (the rest counted, in each pool's leases_total and quarantined_total),
+ * so that its reply always fits one message.
+ */
+#define STATUS_LISTED 64
+
+/*
+ * One uid's use, the way dbus-broker accounts per user: its connections
+ * and the bytes its leases are charged in each pool. Made at its first
+ * connection, freed when its last closes (no lease outlives its
+ * connection).
+ */
+struct peer_user {
+	struct peer_user *next;
+	uid_t uid;
+	unsigned int connections;
+	uint64_t charged[ZVMMD_NR_POOLS];
+};
 
 /*
  * Refused peers kept open until they close, so each reads why (closing
@@ -106,8 +137,9 @@ struct client {
 	pid_t pid;
 	uid_t uid;
 	char comm[32];
+	struct peer_user *user; /* its uid's accounting */
 	bool refused; /* not root, not in the group: every message refused */
-	double since; /* accepted, or its last message: CLOCK_MONOTONIC */
+	double since; /* accepted: CLOCK_MONOTONIC */
 	struct lease *lease;
 	struct client *next;
 };
@@ -138,6 +170,10 @@ struct zvmmd {
 	gid_t gid; /* the peers' group, (gid_t)-1: root alone */
 	struct client *clients;
 	unsigned int nr_clients, nr_refused;
+	struct peer_user *users;
+	unsigned int nr_members; /* connections of peers other than root */
+	double users_logged; /* the last "too many connections" line */
+	unsigned int users_unlogged; /* refusals since, not logged */
 	uint32_t next_lease;
 
 	/* Who holds chunks (quarantine.c): one walk of /proc for them all. */
@@ -189,7 +225,10 @@ void peers_drop_all(struct zvmmd *d);
 int send_error(int fd, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* status.c */
-int status_send(struct zvmmd *d, int fd);
+/* leases.c: [service] user_share of pool @p, in bytes. */
+uint64_t lease_share(const struct zvmmd *d, const struct pool *p);
+
+/* status.c: the reply to @cl, whose uid decides what it is shown. */
+int status_send(struct zvmmd *d, const struct client *cl);
 
 #endif

@@ -105,8 +105,9 @@ static void pool_status(const char *body, const char *const *args,
 
 /*
  * Two pools of 2 MiB pages, on nodes 1 and 0, and one of 1 GiB pages on
- * any node: the first with two leases and two quarantined chunks, one
- * of them held by a process zvmmd could not name (pid 0). Each node is
+ * any node: the first with three leases, two of them listed (the third
+ * another user's, as a member's STATUS counts it), and two quarantined
+ * chunks, one of them held by a process zvmmd could not name (pid 0). Each node is
  * told apart from the sizes printed beside it.
  */
 static const char reply[] =
@@ -116,7 +117,8 @@ static const char reply[] =
 	"\"leased_bytes\":3221225472,\"quarantined_bytes\":536870912,"
 	"\"low_bytes\":1073741824,\"high_bytes\":4294967296,"
 	"\"max_bytes\":17179869184,\"scrubbed_bytes\":21474836480,"
-	"\"scrub_gbps\":12.5,\"leases\":["
+	"\"scrub_gbps\":12.5,\"leases_total\":3,\"quarantined_total\":2,"
+	"\"leases\":["
 	"{\"id\":7,\"pid\":1234,\"comm\":\"qemu-system-x86\",\"uid\":1000,"
 	"\"bytes\":2147483648},"
 	"{\"id\":9,\"pid\":1300,\"comm\":\"minivmm\",\"uid\":0,"
@@ -129,11 +131,13 @@ static const char reply[] =
 	"\"clean_bytes\":1073741824,\"dirty_bytes\":0,\"leased_bytes\":0,"
 	"\"quarantined_bytes\":0,\"low_bytes\":0,\"high_bytes\":1073741824,"
 	"\"max_bytes\":1073741824,\"scrubbed_bytes\":1073741824,"
-	"\"scrub_gbps\":20.25,\"leases\":[],\"quarantined\":[]},"
+	"\"scrub_gbps\":20.25,\"leases_total\":0,\"quarantined_total\":0,"
+	"\"leases\":[],\"quarantined\":[]},"
 	"{\"page_bytes\":1073741824,\"node\":-1,\"chunk_bytes\":1073741824,"
 	"\"clean_bytes\":0,\"dirty_bytes\":0,\"leased_bytes\":0,"
 	"\"quarantined_bytes\":0,\"low_bytes\":0,\"high_bytes\":0,"
 	"\"max_bytes\":4294967296,\"scrubbed_bytes\":0,\"scrub_gbps\":0,"
+	"\"leases_total\":0,\"quarantined_total\":0,"
 	"\"leases\":[],\"quarantined\":[]}],"
 	"\"members_to_come\":{\"zvmm skips\":[1,\"them\"]}}";
 
@@ -145,6 +149,7 @@ Test(pool_status, table_of_pools_on_nodes_leases_and_quarantined)
 		"2M     1     256.0 MiB  3.0 GiB    256.0 MiB  3.0 GiB    512.0 MiB    12.5 GB/s\n"
 		"  lease 7: pid 1234 (qemu-system-x86), uid 1000, 2.0 GiB\n"
 		"  lease 9: pid 1300 (minivmm), uid 0, 1.0 GiB\n"
+		"  1 more leases, not listed\n"
 		"  quarantined chunk-2M-node1-3: 256.0 MiB, held by pid 999 (gdb)\n"
 		"  quarantined chunk-2M-node1-5: 256.0 MiB, held by pid 0 (?)\n"
 		"2M     0     256.0 MiB  1.0 GiB    0 B        0 B        0 B          20.2 GB/s\n"

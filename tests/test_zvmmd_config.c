@@ -258,8 +258,23 @@ Test(zvmmd_config, bad_values_name_file_and_line)
 		{ "[service]\ngroup =\n", 2, "expected a group name" },
 		{ "[service]\ngroup = abcdefghijklmnopqrstuvwxyz0123456\n", 2,
 		  "1 to 31 letters" },
+		{ "[service]\nuser_connections = 0\n", 2,
+		  "expected a number of connections from 1 to 4032" },
+		{ "[service]\nuser_connections = 4033\n", 2,
+		  "expected a number of connections from 1 to 4032" },
+		{ "[service]\nuser_share = 0%\n", 2,
+		  "expected a percentage from 1 to 100" },
+		{ "[service]\nuser_share = 101%\n", 2,
+		  "expected a percentage from 1 to 100" },
+		{ "[service]\nuser_share = 0\n", 2, "is zero" },
+		{ "[service]\nuser_share = 50\n", 2,
+		  "'50' is out of range: give 2 MiB to" },
+		{ "[service]\nidle = 0\n", 2,
+		  "expected a number of seconds (10 or 10s) from 1 to 3600" },
+		{ "[service]\nidle = 10m\n", 2,
+		  "expected a number of seconds" },
 		{ "[service]\nuser = zvmm\n", 2,
-		  "unknown key 'user' in [service]: expected socket, dir or group" },
+		  "unknown key 'user' in [service]: expected socket, dir, group, user_connections, user_share or idle" },
 		{ "[pages.2M]\nchunk = 3M\n", 2,
 		  "chunk '3M' is not a multiple of the 2M page: give a multiple of 2M" },
 		{ "[pages.1G]\nchunk = 1536M\n", 2,
@@ -436,6 +451,10 @@ Test(zvmmd_config, format_round_trips)
 		"[pages.2M]\nchunk = 2M\nhigh = 6M\nmax = 10M\nnode = 0\n"
 		"[scrub]\nrate = 1536M\ncpus = 0-3,6\npriority = normal\n"
 		"[quarantine]\nrecheck = 250\n",
+		"[service]\nuser_connections = 4\nuser_share = 1G\nidle = 30s\n"
+		"[pages.2M]\nmax = 2G\n",
+		"[service]\nuser_connections = 4032\nuser_share = 100%\n"
+		"idle = 5\n[pages.2M]\nmax = 2G\n",
 		"[pages.1G]\nmax = 1G\n[scrub]\nrate = 4097\n",
 	};
 	struct zvmmd_config d;
@@ -458,7 +477,10 @@ Test(zvmmd_config, format_round_trips)
 				  strstr(buf, "chunk = ") &&
 				  strstr(buf, "node = ") &&
 				  strstr(buf, "cpus = ") &&
-				  strstr(buf, "recheck = "),
+				  strstr(buf, "recheck = ") &&
+				  strstr(buf, "user_connections = ") &&
+				  strstr(buf, "user_share = ") &&
+				  strstr(buf, "idle = "),
 			  "%s", buf);
 	}
 	cr_assert(strstr(buf, "[pages.1G]\nchunk = 1G\nlow = 0\nhigh = 0\n"

@@ -251,8 +251,9 @@ IMPORTS = {
     'getgrnam': 'openat read close newfstatat lseek socket connect ' +
     MALLOC,
 }
-# syscall(2) in zvmmd: SYS_pidfd_open for each peer, SYS_openat2
-DAEMON_SYSCALL = 'pidfd_open openat2'
+# syscall(2) in zvmmd: SYS_pidfd_open for each peer, SYS_openat2,
+# SYS_pidfd_send_signal (signal 0: is the peer whose comm was read alive)
+DAEMON_SYSCALL = 'pidfd_open openat2 pidfd_send_signal'
 # No system call: strings, numbers, formatting into memory, the ABI;
 # and a sanitizer build's runtime (SANITIZE=), which is not the library.
 PURE = re.compile(r'^(_ITM_|__cxa_finalize|__gmon_start__|__ctype_|'
