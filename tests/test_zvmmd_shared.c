@@ -181,7 +181,15 @@ static int send_msg(int fd, uint16_t type, const void *body, size_t len)
  * served (its chunks' fds closed at once: the connection holds the
  * lease), the errno of an ERROR, or -1 when no well-formed reply came.
  */
+static int lease_keep(int *fd, uint64_t bytes, int *keep);
+
 static int lease_on(int *fd, uint64_t bytes)
+{
+	return lease_keep(fd, bytes, NULL);
+}
+
+/* The same, the first chunk's fd kept in *@keep when not NULL. */
+static int lease_keep(int *fd, uint64_t bytes, int *keep)
 {
 	struct zvmmd_lease_req req = { bytes, SZ_2M, -1, 0 };
 	static char buf[ZVMMD_MSG_MAX];
@@ -213,7 +221,10 @@ static int lease_on(int *fd, uint64_t bytes)
 
 			memcpy(&cfd, CMSG_DATA(cm) + i * sizeof(int),
 			       sizeof(int));
-			close(cfd);
+			if (keep && *keep < 0)
+				*keep = cfd;
+			else
+				close(cfd);
 		}
 	return m.type == ZVMMD_LEASE_OK ? 0 : -1;
 }
@@ -539,4 +550,85 @@ Test(zvmmd_shared, a_members_status_shows_its_own_and_counts_the_rest)
 	member_end(&other);
 	close(fd);
 	wait_status("leased_bytes", 0);
+}
+
+/* What a member wrote up to its NUL, in @text. */
+static void member_text(struct member *m, char *text, size_t len)
+{
+	size_t n = 0;
+
+	while (n < len - 1 && read(m->in, text + n, 1) == 1 && text[n])
+		n++;
+	text[n] = '\0';
+	cr_assert_gt(n, 0, "the member said nothing");
+}
+
+/*
+ * R7: a lease ended while the member still holds its chunk: once it is
+ * quarantined, the member's own STATUS as text.
+ */
+static int quarantined_own(int in, int out)
+{
+	static char text[ZVMMD_MSG_MAX];
+	double t0 = mono_now();
+	int fd, chunk = -1;
+
+	if (lease_keep(&fd, SZ_2M, &chunk) || chunk < 0)
+		return 11;
+	close(fd);
+	do {
+		usleep(10000);
+		if (status_text(text, sizeof(text)))
+			return 12;
+	} while (!strstr(text, "\"quarantined_bytes\":2097152,") &&
+		 mono_now() - t0 < WAIT_S);
+	if (write(out, text, strlen(text) + 1) != (ssize_t)strlen(text) + 1)
+		return 13;
+	return hold(in);
+}
+
+/* R7: another member's STATUS as text. */
+static int status_only(int in, int out)
+{
+	static char text[ZVMMD_MSG_MAX];
+
+	if (status_text(text, sizeof(text)))
+		return 11;
+	if (write(out, text, strlen(text) + 1) != (ssize_t)strlen(text) + 1)
+		return 12;
+	return hold(in);
+}
+
+/*
+ * R7: a chunk quarantined after a member's lease, held by the member:
+ * the member's STATUS names it and its holder, another member's only
+ * counts it, root's names it.
+ */
+Test(zvmmd_shared, a_members_quarantined_chunks_are_its_own_to_see)
+{
+	static char mine[ZVMMD_MSG_MAX], theirs[ZVMMD_MSG_MAX],
+		root_text[ZVMMD_MSG_MAX];
+	struct member me, other;
+	char pid[32];
+
+	member_start(&me, MEMBER, quarantined_own);
+	member_text(&me, mine, sizeof(mine));
+	member_start(&other, OTHER_MEMBER, status_only);
+	member_text(&other, theirs, sizeof(theirs));
+	snprintf(pid, sizeof(pid), "\"holder_pid\":%d,", (int)me.pid);
+
+	cr_assert_eq(count(theirs, "\"chunk\":"), 0, "%s", theirs);
+	cr_assert_null(strstr(theirs, pid), "%s", theirs);
+	cr_assert_not_null(strstr(theirs, "\"quarantined_total\":1,"), "%s",
+			   theirs);
+	cr_assert_eq(count(mine, "\"chunk\":"), 1, "%s", mine);
+	cr_assert_not_null(strstr(mine, pid), "%s", mine);
+	cr_assert_not_null(strstr(mine, "\"quarantined_total\":1,"), "%s",
+			   mine);
+
+	cr_assert_eq(status_text(root_text, sizeof(root_text)), 0);
+	cr_assert_eq(count(root_text, "\"chunk\":"), 1, "%s", root_text);
+	member_end(&other);
+	member_end(&me);
+	wait_status("quarantined_bytes", 0);
 }
