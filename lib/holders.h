@@ -2,6 +2,7 @@
 #ifndef ZVMM_LIB_HOLDERS_H
 #define ZVMM_LIB_HOLDERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
 
@@ -10,16 +11,42 @@
 
 /*
  * Who else holds a file: a process other than this one that has it open
- * or mapped, found in /proc as fuser(1) finds it. It cannot see an fd
- * in flight in a unix socket's queue.
+ * or mapped, found in /proc as fuser(1) finds it, but from text procfs
+ * writes itself: /proc/PID/fdinfo/N's mnt_id: and ino: lines and
+ * /proc/PID/maps's device and inode columns. Nothing is stat()ed or
+ * opened through /proc/PID/fd/N: that would call into the file's own
+ * filesystem, and a FUSE server that stops answering would freeze the
+ * walk there. It cannot see an fd in flight in a unix socket's queue, a
+ * thread's private fd table after unshare(CLONE_FILES), pages held by a
+ * pipe (vmsplice) or by io_uring: its callers count what the kernel
+ * says is in use, not what this found.
  */
 
+/* A file looked for: where it lives. */
+struct holder_file {
+	int mnt_id; /* its mount's id (holder_mnt_id()); -1: any of @dev */
+	dev_t dev; /* st_dev: maps names a file by device and inode */
+	ino_t ino;
+};
+
+/* The mount id of what @fd is open on (its fdinfo's mnt_id:); -errno. */
+int holder_mnt_id(int fd);
+
 /*
- * For @n files (@st: their device and inode) in one walk of /proc (its
- * cost is the host's processes, fds and mappings, whatever @n is):
- * pid[i] and comm[i] for file i, pid[i] = -1 for one no other process
- * holds. Returns how many are held.
+ * For @n files in one walk of /proc (its cost is the host's processes,
+ * fds and mappings, whatever @n is): pid[i] and comm[i] for file i,
+ * pid[i] = -1 for one no other process holds. The walk gives up at
+ * @deadline (CLOCK_MONOTONIC seconds, 0 for none) or once *@stop (read
+ * atomically between processes, NULL for none) is true: every file not
+ * found by then is pid 0, comm "?", as held by someone not known, never
+ * free. Returns how many are held, or -ETIMEDOUT or -ECANCELED for a
+ * walk that gave up.
  */
+int holders_walk(const struct holder_file *f, unsigned int n, long *pid,
+		 char (*comm)[HOLDER_COMM_LEN], double deadline,
+		 const bool *stop);
+
+/* holders_walk() of @n files by their stat, with no deadline. */
 unsigned int holders_of(const struct stat *st, unsigned int n, long *pid,
 			char (*comm)[HOLDER_COMM_LEN]);
 

@@ -5,6 +5,7 @@
  * retires a returned chunk only when this says no one holds it.
  */
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -116,4 +117,53 @@ Test(holders, each_file_its_holder_in_one_walk)
 	for (int i = 0; i < NR; i++)
 		cr_assert_eq(pid[i], -1);
 	cr_assert_eq(holder_of(&st[2], comm[0], sizeof(comm[0])), -1);
+}
+
+/* The files by mount id and inode, as zvmmd looks for its chunks. */
+static void by_mount(struct holder_file *f)
+{
+	for (int i = 0; i < NR; i++) {
+		int fd = open(path[i], O_RDONLY | O_CLOEXEC);
+
+		cr_assert_geq(fd, 0);
+		f[i] = (struct holder_file){ holder_mnt_id(fd), st[i].st_dev,
+					     st[i].st_ino };
+		close(fd);
+		cr_assert_geq(f[i].mnt_id, 0);
+	}
+}
+
+/*
+ * holders_walk() by mount id and inode (fdinfo) finds an fd; a walk
+ * past its deadline, or told to stop, says every file it did not find
+ * held by someone not known (pid 0), never free.
+ */
+Test(holders, a_walk_cut_short_counts_every_file_held)
+{
+	struct holder_file f[NR];
+	long pid[NR];
+	char comm[NR][HOLDER_COMM_LEN], c;
+	bool stop = true;
+	int ready[2];
+	pid_t a;
+
+	by_mount(f);
+	cr_assert_eq(pipe(ready), 0);
+	a = holder(2, false, "zvmm-fd-holder", ready);
+	close(ready[1]);
+	cr_assert_eq(read(ready[0], &c, 1), 1, "a holder could not start");
+	close(ready[0]);
+	cr_assert_eq(holders_walk(f, NR, pid, comm, 0, NULL), 1);
+	cr_assert_eq(pid[2], a, "an open fd: %ld, want %d", pid[2], (int)a);
+	cr_assert_eq(pid[0], -1);
+	/* A deadline long gone: nothing looked at, nothing free. */
+	cr_assert_eq(holders_walk(f, NR, pid, comm, 1e-9, NULL), -ETIMEDOUT);
+	for (int i = 0; i < NR; i++)
+		cr_assert_eq(pid[i], 0, "file %d: %ld", i, pid[i]);
+	cr_assert_eq(holders_walk(f, NR, pid, comm, 0, &stop), -ECANCELED);
+	for (int i = 0; i < NR; i++)
+		cr_assert_eq(pid[i], 0, "file %d: %ld", i, pid[i]);
+	kill(a, SIGKILL);
+	waitpid(a, NULL, 0);
+	cr_assert_eq(holders_walk(f, NR, pid, comm, 0, NULL), 0);
 }
