@@ -54,6 +54,8 @@
 	X(INT, leased_bytes, 0, INT64_MAX, "in leases")                       \
 	X(INT, quarantined_bytes, 0, INT64_MAX,                               \
 	  "in chunks kept out after their lease (quarantined below)")         \
+	X(INT, unseen_bytes, 0, INT64_MAX,                                    \
+	  "held in its mount beyond all of the above, by what no scan sees")  \
 	X(INT, low_bytes, 0, INT64_MAX,                                       \
 	  "its low: refilled when clean is below")                            \
 	X(INT, high_bytes, 0, INT64_MAX, "its high: refilled up to it")       \

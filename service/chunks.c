@@ -29,10 +29,45 @@
 #define HUGETLBFS_MAGIC 0x958458f6
 #endif
 
-uint64_t pool_held_bytes(const struct pool *p)
+/* What @p holds by its books. */
+static uint64_t pool_books(const struct pool *p)
 {
 	return p->zero_bytes + p->filling_bytes + p->leased_bytes +
 	       p->quarantined_bytes;
+}
+
+/*
+ * What @p holds: its books, and what the kernel counted in its mount
+ * beyond them at the last pool_account(). The filler and LEASE decide
+ * what is free from this, so memory held where the holder scan cannot
+ * see is never handed out again.
+ */
+uint64_t pool_held_bytes(const struct pool *p)
+{
+	return pool_books(p) + p->unseen_bytes;
+}
+
+/*
+ * @p's unseen_bytes from the kernel's count of its mount, with the lock
+ * held: hugetlbfs counts a page in use (f_blocks - f_bfree) from its
+ * reservation (a mapping) or allocation until the last reference to it
+ * goes, the page cache's, a mapping's, a pipe's or an io_uring's, also
+ * after its file is retired. The books count an empty chunk no one has
+ * mapped in full, so what they hide is at least the difference, never
+ * less than 0. A mount with no max (no size=) counts nothing.
+ */
+void pool_account(struct pool *p)
+{
+	struct statfs sf;
+	uint64_t used, books = pool_books(p);
+
+	if (p->dirfd < 0 || fstatfs(p->dirfd, &sf) ||
+	    sf.f_blocks < sf.f_bfree) {
+		p->unseen_bytes = 0;
+		return;
+	}
+	used = (uint64_t)(sf.f_blocks - sf.f_bfree) * (uint64_t)sf.f_bsize;
+	p->unseen_bytes = used > books ? used - books : 0;
 }
 
 /*
@@ -393,7 +428,9 @@ static int pool_open(struct pool *p, const char *dir, int dirfd)
 	p->dirfd = open(p->at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (p->dirfd < 0)
 		return -errno;
-	return 0;
+	/* The holder scan knows an fd on a chunk by its mount's id. */
+	p->mnt_id = holder_mnt_id(p->dirfd);
+	return p->mnt_id < 0 ? p->mnt_id : 0;
 }
 
 static void pool_close(struct pool *p, int dirfd)
@@ -406,6 +443,10 @@ static void pool_close(struct pool *p, int dirfd)
 	}
 	while ((c = p->quarantine)) {
 		p->quarantine = c->next;
+		chunk_retire(p, c);
+	}
+	while ((c = p->returned)) {
+		p->returned = c->next;
 		chunk_retire(p, c);
 	}
 	if (p->dirfd >= 0)

@@ -2,8 +2,11 @@
 /*
  * zvmmd's main: parses its command line, makes the one struct zvmmd
  * (zvmmd.h), runs its event loop until SIGTERM or SIGINT, and frees it.
- * The loop is the only thread but the filler (chunks.c): it accepts,
- * reads and drops clients, and looks at the quarantine again on a timer.
+ * Beside the loop run the filler (chunks.c) and the holder scan
+ * (quarantine.c): the loop accepts, reads and drops clients, hands the
+ * scan a walk on a timer and when a lease ends, and takes its answer
+ * back through an eventfd, so a walk of a busy /proc never delays a
+ * reply or SIGTERM.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -93,6 +96,10 @@ static int zvmmd_new(const char *path, struct zvmmd **out)
 	}
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->wake, NULL);
+	pthread_mutex_init(&d->scan_lock, NULL);
+	pthread_cond_init(&d->scan_wake, NULL);
+	d->scan_efd = -1;
+	d->scan_ev = (struct ev){ EV_SCAN, NULL };
 	d->dirfd = d->epfd = d->listen_fd = d->signal_fd = d->timer_fd = -1;
 	d->listen_ev = (struct ev){ EV_LISTEN, NULL };
 	d->signal_ev = (struct ev){ EV_SIGNAL, NULL };
@@ -195,6 +202,8 @@ static int loop_open(struct zvmmd *d)
 	epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->signal_fd, &ev);
 	ev.data.ptr = &d->timer_ev;
 	epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->timer_fd, &ev);
+	ev.data.ptr = &d->scan_ev;
+	epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->scan_efd, &ev);
 	return 0;
 }
 
@@ -215,6 +224,11 @@ static int zvmmd_start(struct zvmmd *d)
 	if (ret) {
 		pr_err("cannot listen on %s: %s", d->cfg.socket,
 		       strerror(-ret));
+		return ret;
+	}
+	ret = scan_start(d);
+	if (ret) {
+		pr_err("cannot start the holder scan: %s", strerror(-ret));
 		return ret;
 	}
 	ret = loop_open(d);
@@ -252,6 +266,9 @@ static bool loop_event(struct zvmmd *d, struct epoll_event *evs, int i, int n)
 			quarantine_check(d);
 			peers_sweep_idle(d, evs, i + 1, n);
 		}
+		break;
+	case EV_SCAN:
+		scan_done(d);
 		break;
 	case EV_PIDFD:
 		/* The client exited: its lease ends even if a child of a
@@ -291,8 +308,11 @@ static int zvmmd_run(struct zvmmd *d)
 /* Everything @d holds given back, half-made or not, its socket gone. */
 static void zvmmd_free(struct zvmmd *d)
 {
+	bool joined;
+
 	if (!d)
 		return;
+	joined = scan_stop(d);
 	filler_stop(d);
 	peers_drop_all(d);
 	pools_close(d);
@@ -305,6 +325,12 @@ static void zvmmd_free(struct zvmmd *d)
 		close(d->timer_fd);
 	if (d->listen_fd >= 0)
 		close(d->listen_fd);
+	if (!joined)
+		return; /* the scan thread may still write to @d */
+	if (d->scan_efd >= 0)
+		close(d->scan_efd);
+	pthread_cond_destroy(&d->scan_wake);
+	pthread_mutex_destroy(&d->scan_lock);
 	pthread_cond_destroy(&d->wake);
 	pthread_mutex_destroy(&d->lock);
 	free(d);

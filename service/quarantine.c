@@ -5,94 +5,319 @@
  * no one holds it, looked at again every [quarantine] recheck.
  *
  * Who holds chunks is asked for all of them at once, in one walk of
- * /proc (a walk costs what the host runs: every fd and mapping), and
- * without the lock, so the filler is not held up by it. Only the event
- * loop moves chunks into and out of quarantine, so none of them goes
+ * /proc (lib/holders.h), on a thread of its own: a walk costs what the
+ * host runs (every fd and mapping of every process, seconds for a user
+ * who opens enough of them), and LEASE, STATUS and SIGTERM are answered
+ * meanwhile. A walk has SCAN_DEADLINE_S; one that runs out clears
+ * nothing it did not find free, so a chunk it did not look for is held,
+ * never free. Only the event loop moves chunks into and out of the
+ * returned list and the quarantine, so none that a walk looks for goes
  * meanwhile.
+ *
+ * A lease's end is looked at at once, in the loop, for QUICK_S at most;
+ * a chunk that walk had no time for stays in its pool's leased_bytes
+ * until the thread's next walk has looked: retired then, or
+ * quarantined. What the walk cannot see (an fd in flight, pages in a
+ * pipe) the kernel's count of the mount shows (pool_account()).
  */
+#include <errno.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
+#include "../lib/clock.h"
 #include "../lib/log.h"
+#include "../lib/thread.h"
 #include "zvmmd.h"
 
-/* A lease's chunks come back: retired, or quarantined while held. */
-void quarantine_returned(struct zvmmd *d, struct lease *l)
-{
-	struct pool *p = l->pool;
-	struct chunk *c, *next;
-	unsigned int n = 0, i = 0;
+#define SCAN_DEADLINE_S 2.0
 
-	for (c = l->chunks; c && n < ZVMMD_MAX_CHUNKS; c = c->next)
-		d->holder_st[n++] = c->st;
-	holders_of(d->holder_st, n, d->holder_pid, d->holder_comm);
-	pthread_mutex_lock(&d->lock);
-	for (c = l->chunks; c; c = next, i++) {
-		next = c->next;
-		p->leased_bytes -= c->bytes;
-		if (i < n && d->holder_pid[i] < 0) {
-			chunk_retire(p, c);
-			continue;
-		}
-		c->holder = i < n ? d->holder_pid[i] : 0;
-		snprintf(c->holder_comm, sizeof(c->holder_comm), "%s",
-			 i < n ? d->holder_comm[i] : "?");
-		c->next = p->quarantine;
-		p->quarantine = c;
-		p->quarantined_bytes += c->bytes;
-		pr_warn("lease %u: chunk %s is still held by pid %ld (%s): quarantined, never leased again, retired once free",
-			l->id, c->name, c->holder, c->holder_comm);
+/* The walks, one at a time, as the loop hands them over. */
+static void *scan_thread(void *arg)
+{
+	struct zvmmd *d = arg;
+	uint64_t one = 1;
+	int ret;
+
+	thread_name("zvmmd-scan");
+	pthread_mutex_lock(&d->scan_lock);
+	for (;;) {
+		while (!d->scan_req && !d->scan_stop)
+			pthread_cond_wait(&d->scan_wake, &d->scan_lock);
+		if (d->scan_stop)
+			break;
+		pthread_mutex_unlock(&d->scan_lock);
+		ret = holders_walk(d->holder_file, d->scan_n, d->holder_pid,
+				   d->holder_comm,
+				   clock_now() + SCAN_DEADLINE_S,
+				   &d->scan_stop);
+		pthread_mutex_lock(&d->scan_lock);
+		d->scan_ret = ret;
+		d->scan_req = false;
+		(void)!write(d->scan_efd, &one, sizeof(one));
 	}
-	filler_poke(d);
-	pthread_mutex_unlock(&d->lock);
+	d->scan_exited = true;
+	pthread_cond_broadcast(&d->scan_wake);
+	pthread_mutex_unlock(&d->scan_lock);
+	return NULL;
+}
+
+int scan_start(struct zvmmd *d)
+{
+	int ret;
+
+	d->scan_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->scan_efd < 0)
+		return -errno;
+	ret = -pthread_create(&d->scan_thread, NULL, scan_thread, d);
+	d->scan_on = !ret;
+	return ret;
 }
 
 /*
- * The holders of the first ZVMMD_MAX_CHUNKS quarantined chunks (the rest
- * at the next look), in pool order; how many were asked about.
+ * The scan thread stopped: true once it is joined, false when a walk
+ * still ran a second after it was asked to stop (a read of /proc that
+ * blocks: the process's exit ends it; @d must then outlive the call).
  */
-static unsigned int quarantine_holders(struct zvmmd *d)
+bool scan_stop(struct zvmmd *d)
+{
+	struct timespec ts;
+	bool exited;
+
+	if (!d->scan_on)
+		return true;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 1;
+	pthread_mutex_lock(&d->scan_lock);
+	__atomic_store_n(&d->scan_stop, true, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&d->scan_wake);
+	while (!d->scan_exited &&
+	       !pthread_cond_timedwait(&d->scan_wake, &d->scan_lock, &ts))
+		;
+	exited = d->scan_exited;
+	pthread_mutex_unlock(&d->scan_lock);
+	if (!exited) {
+		pr_warn("the holder scan did not stop within 1 s: left to the exit");
+		return false;
+	}
+	pthread_join(d->scan_thread, NULL);
+	d->scan_on = false;
+	return true;
+}
+
+/*
+ * The chunks to look for, returned ones first, handed to the thread; if
+ * a walk runs, one more after it when @again (chunks came back), else
+ * nothing (the next recheck looks).
+ */
+static void scan_kick(struct zvmmd *d, bool again)
 {
 	unsigned int n = 0;
 
-	for (int k = 0; k < ZVMMD_NR_POOLS; k++)
-		for (struct chunk *c = d->pools[k].quarantine;
-		     c && n < ZVMMD_MAX_CHUNKS; c = c->next)
-			d->holder_st[n++] = c->st;
-	if (n)
-		holders_of(d->holder_st, n, d->holder_pid, d->holder_comm);
-	return n;
+	if (d->scan_busy) {
+		d->scan_again |= again;
+		return;
+	}
+	for (int k = 0; k < ZVMMD_NR_POOLS; k++) {
+		struct pool *p = &d->pools[k];
+		struct chunk *lists[2] = { p->returned, p->quarantine };
+
+		for (int j = 0; j < 2; j++)
+			for (struct chunk *c = lists[j];
+			     c && n < ZVMMD_MAX_CHUNKS; c = c->next) {
+				d->scan_chunk[n] = c;
+				d->holder_file[n++] = (struct holder_file){
+					p->mnt_id, c->st.st_dev, c->st.st_ino
+				};
+			}
+	}
+	if (!n || !d->scan_on)
+		return;
+	d->scan_busy = true;
+	d->scan_again = false;
+	pthread_mutex_lock(&d->scan_lock);
+	d->scan_n = n;
+	d->scan_req = true;
+	pthread_cond_signal(&d->scan_wake);
+	pthread_mutex_unlock(&d->scan_lock);
 }
 
-/* The quarantine, looked at again: chunks no one holds now retire. */
+/*
+ * A lease's chunks come back: looked for at once, in the loop, for at
+ * most QUICK_S (a walk of a host's /proc takes milliseconds), so that a
+ * chunk no one holds is retired before the next request is read, as a
+ * VMM started again at once needs; held ones are quarantined. What the
+ * walk had no time for stays in leased_bytes, on the returned list, for
+ * the scan thread (quarantine_returned() then stalls the loop QUICK_S
+ * at most, whatever /proc holds).
+ */
+#define QUICK_S 0.25
+
+static void returned_apply(struct zvmmd *d, struct lease *l, bool done)
+{
+	struct pool *p = l->pool;
+	struct chunk *c, *next;
+	unsigned int i = 0;
+
+	for (c = l->chunks; c; c = next, i++) {
+		long pid = i < ZVMMD_MAX_CHUNKS ? d->quick_pid[i] : 0;
+
+		next = c->next;
+		c->looked = false;
+		c->holder = 0;
+		snprintf(c->holder_comm, sizeof(c->holder_comm), "?");
+		if (pid < 0) {
+			p->leased_bytes -= c->bytes;
+			chunk_retire(p, c);
+			continue;
+		}
+		if (pid > 0 || done) {
+			p->leased_bytes -= c->bytes;
+			c->looked = true;
+			c->holder = pid;
+			snprintf(c->holder_comm, sizeof(c->holder_comm), "%s",
+				 d->quick_comm[i]);
+			c->next = p->quarantine;
+			p->quarantine = c;
+			p->quarantined_bytes += c->bytes;
+			pr_warn("lease %u: chunk %s is still held by pid %ld (%s): quarantined, never leased again, retired once free",
+				l->id, c->name, c->holder, c->holder_comm);
+			continue;
+		}
+		c->next = p->returned;
+		p->returned = c;
+	}
+	l->chunks = NULL;
+}
+
+void quarantine_returned(struct zvmmd *d, struct lease *l)
+{
+	unsigned int n = 0;
+	int ret;
+
+	for (struct chunk *c = l->chunks; c && n < ZVMMD_MAX_CHUNKS;
+	     c = c->next)
+		d->quick_file[n++] = (struct holder_file){ l->pool->mnt_id,
+							   c->st.st_dev,
+							   c->st.st_ino };
+	ret = holders_walk(d->quick_file, n, d->quick_pid, d->quick_comm,
+			   clock_now() + QUICK_S, NULL);
+	pthread_mutex_lock(&d->lock);
+	returned_apply(d, l, ret >= 0);
+	pool_account(l->pool);
+	filler_poke(d);
+	pthread_mutex_unlock(&d->lock);
+	if (ret < 0)
+		scan_kick(d, true);
+}
+
+/*
+ * Every recheck: the kernel's count of each mount read again (memory
+ * hidden from the walk comes back when its holder lets go: the filler
+ * is told), and the quarantine looked at again, unless a walk runs.
+ */
 void quarantine_check(struct zvmmd *d)
 {
-	unsigned int n = quarantine_holders(d), i = 0;
-	struct chunk *c, **pp;
+	bool freed = false;
 
-	if (!n)
-		return;
 	pthread_mutex_lock(&d->lock);
-	for (int k = 0; k < ZVMMD_NR_POOLS && i < n; k++) {
+	for (int k = 0; k < ZVMMD_NR_POOLS; k++) {
 		struct pool *p = &d->pools[k];
+		uint64_t was = p->unseen_bytes;
 
-		pp = &p->quarantine;
-		while ((c = *pp) && i < n) {
-			long pid = d->holder_pid[i];
-
-			if (pid >= 0) {
-				c->holder = pid;
-				snprintf(c->holder_comm, sizeof(c->holder_comm),
-					 "%s", d->holder_comm[i++]);
-				pp = &c->next;
-				continue;
-			}
-			i++;
-			*pp = c->next;
-			p->quarantined_bytes -= c->bytes;
-			pr_info("chunk %s is free again: retired", c->name);
-			chunk_retire(p, c);
-			filler_poke(d);
-		}
+		if (!p->cfg->on)
+			continue;
+		pool_account(p);
+		freed |= p->unseen_bytes < was;
 	}
+	if (freed)
+		filler_poke(d);
 	pthread_mutex_unlock(&d->lock);
+	scan_kick(d, false);
+}
+
+/* @c out of whichever list of @p holds it; false if none does. */
+static bool unlink_chunk(struct pool *p, struct chunk *c)
+{
+	struct chunk **lists[2] = { &p->returned, &p->quarantine };
+
+	for (int j = 0; j < 2; j++)
+		for (struct chunk **pp = lists[j]; *pp; pp = &(*pp)->next)
+			if (*pp == c) {
+				*pp = c->next;
+				return true;
+			}
+	return false;
+}
+
+static struct pool *pool_of_chunk(struct zvmmd *d, struct chunk *c)
+{
+	for (int k = 0; k < ZVMMD_NR_POOLS; k++)
+		if (unlink_chunk(&d->pools[k], c))
+			return &d->pools[k];
+	return NULL;
+}
+
+/* Walk @i's answer for its chunk, with the lock held. */
+static void scan_apply(struct zvmmd *d, unsigned int i)
+{
+	struct chunk *c = d->scan_chunk[i];
+	struct pool *p = pool_of_chunk(d, c);
+	bool was_returned = !c->looked;
+
+	if (!p)
+		return;
+	if (was_returned)
+		p->leased_bytes -= c->bytes;
+	else
+		p->quarantined_bytes -= c->bytes;
+	if (d->holder_pid[i] < 0) {
+		if (!was_returned)
+			pr_info("chunk %s is free again: retired", c->name);
+		chunk_retire(p, c);
+		return;
+	}
+	c->looked = true;
+	c->holder = d->holder_pid[i];
+	snprintf(c->holder_comm, sizeof(c->holder_comm), "%s",
+		 d->holder_comm[i]);
+	c->next = p->quarantine;
+	p->quarantine = c;
+	p->quarantined_bytes += c->bytes;
+	if (was_returned && c->holder > 0)
+		pr_warn("chunk %s is still held by pid %ld (%s): quarantined, never leased again, retired once free",
+			c->name, c->holder, c->holder_comm);
+	else if (was_returned)
+		pr_warn("chunk %s: the holder scan ran out of time before it was cleared: quarantined, looked at again",
+			c->name);
+}
+
+/* The thread's walk is done (@scan_efd readable): its answers applied. */
+void scan_done(struct zvmmd *d)
+{
+	static bool said;
+	uint64_t v;
+
+	if (read(d->scan_efd, &v, sizeof(v)) != sizeof(v) || !d->scan_busy)
+		return;
+	pthread_mutex_lock(&d->scan_lock);
+	pthread_mutex_unlock(&d->scan_lock);
+	if (d->scan_ret == -ETIMEDOUT && !said) {
+		said = true;
+		pr_warn("a walk of /proc for the holders of chunks ran past %.0f s: what it did not clear stays quarantined (said once)",
+			SCAN_DEADLINE_S);
+	}
+	pthread_mutex_lock(&d->lock);
+	for (unsigned int i = 0; i < d->scan_n; i++)
+		scan_apply(d, i);
+	for (int k = 0; k < ZVMMD_NR_POOLS; k++)
+		if (d->pools[k].cfg->on)
+			pool_account(&d->pools[k]);
+	filler_poke(d);
+	pthread_mutex_unlock(&d->lock);
+	d->scan_busy = false;
+	/* Chunks that came back meanwhile are looked for at once. */
+	if (d->scan_again)
+		scan_kick(d, false);
 }

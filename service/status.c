@@ -96,6 +96,7 @@ static int status_pool(const struct zvmmd *d, const struct pool *p,
 	o->dirty_bytes = (int64_t)p->filling_bytes;
 	o->leased_bytes = (int64_t)p->leased_bytes;
 	o->quarantined_bytes = (int64_t)p->quarantined_bytes;
+	o->unseen_bytes = (int64_t)p->unseen_bytes;
 	o->low_bytes = (int64_t)cfg->low;
 	o->high_bytes = (int64_t)cfg->high;
 	o->max_bytes = (int64_t)cfg->max;

@@ -41,6 +41,7 @@ struct chunk {
 	bool filled; /* every page allocated and zero: leased as ZERO */
 	uid_t owner; /* whose lease it was last in: STATUS shows it to them */
 	long holder; /* quarantined: who held it at the last look */
+	bool looked; /* a walk has looked for its holders since it came back */
 	char holder_comm[HOLDER_COMM_LEN];
 };
 
@@ -60,6 +61,20 @@ struct pool {
 	uint64_t filled_bytes; /* filled since start, for the rate */
 	double fill_seconds;
 	int fill_error; /* the last fill's, shown in status */
+	/*
+	 * Chunks of ended leases the loop's short walk had no time for:
+	 * still counted in leased_bytes until the scan thread has looked,
+	 * then retired or quarantined (quarantine.c).
+	 */
+	struct chunk *returned;
+	int mnt_id; /* its mount's, as /proc/PID/fdinfo names it */
+	/*
+	 * What the kernel says the mount holds (fstatfs) beyond the books:
+	 * pages something the walk cannot see still holds (an fd in
+	 * flight, vmsplice, io_uring). Counted held, never free; set by
+	 * pool_account() with the lock held, the books then whole.
+	 */
+	uint64_t unseen_bytes;
 };
 
 /* ------------------------------------------------------ leases, peers */
@@ -74,7 +89,14 @@ struct lease {
 	uint64_t charged; /* against its uid's share: whole chunks */
 };
 
-enum ev_kind { EV_LISTEN = 1, EV_SIGNAL, EV_TIMER, EV_CLIENT, EV_PIDFD };
+enum ev_kind {
+	EV_LISTEN = 1,
+	EV_SIGNAL,
+	EV_TIMER,
+	EV_CLIENT,
+	EV_PIDFD,
+	EV_SCAN
+};
 
 /* What an epoll event points at. */
 struct ev {
@@ -176,10 +198,32 @@ struct zvmmd {
 	unsigned int users_unlogged; /* refusals since, not logged */
 	uint32_t next_lease;
 
-	/* Who holds chunks (quarantine.c): one walk of /proc for them all. */
-	struct stat holder_st[ZVMMD_MAX_CHUNKS];
+	/*
+	 * Who holds chunks (quarantine.c): one walk of /proc for them all,
+	 * on the scan thread, so that no walk holds up the loop. The loop
+	 * hands it @scan_chunk's files (@scan_req, under @scan_lock) and
+	 * takes the result back when @scan_efd is readable; the arrays are
+	 * the thread's from the hand-over to the eventfd, the loop's
+	 * otherwise.
+	 */
+	pthread_t scan_thread;
+	bool scan_on;
+	pthread_mutex_t scan_lock;
+	pthread_cond_t scan_wake;
+	bool scan_req, scan_stop, scan_exited; /* scan_stop also atomically */
+	int scan_efd;
+	struct ev scan_ev;
+	bool scan_busy, scan_again; /* the loop's */
+	unsigned int scan_n;
+	int scan_ret; /* holders_walk()'s */
+	struct chunk *scan_chunk[ZVMMD_MAX_CHUNKS];
+	struct holder_file holder_file[ZVMMD_MAX_CHUNKS];
 	long holder_pid[ZVMMD_MAX_CHUNKS];
 	char holder_comm[ZVMMD_MAX_CHUNKS][HOLDER_COMM_LEN];
+	/* The loop's own short walk at a lease's end (quarantine.c). */
+	struct holder_file quick_file[ZVMMD_MAX_CHUNKS];
+	long quick_pid[ZVMMD_MAX_CHUNKS];
+	char quick_comm[ZVMMD_MAX_CHUNKS][HOLDER_COMM_LEN];
 };
 
 /* chunks.c: mounts, chunk files, the filler thread. */
@@ -188,6 +232,7 @@ int zvmmd_dir_open(const char *path, mode_t mode, const char *key)
 int pools_open(struct zvmmd *d) __attribute__((warn_unused_result));
 void pools_close(struct zvmmd *d);
 uint64_t pool_held_bytes(const struct pool *p);
+void pool_account(struct pool *p);
 int chunk_create(struct pool *p, uint64_t bytes, struct chunk **out)
 	__attribute__((warn_unused_result));
 void chunk_retire(struct pool *p, struct chunk *c);
@@ -203,6 +248,9 @@ void lease_end(struct zvmmd *d, struct lease *l);
 /* quarantine.c */
 void quarantine_returned(struct zvmmd *d, struct lease *l);
 void quarantine_check(struct zvmmd *d);
+int scan_start(struct zvmmd *d) __attribute__((warn_unused_result));
+void scan_done(struct zvmmd *d);
+bool scan_stop(struct zvmmd *d);
 
 /* listener.c: the socket clients connect to. */
 bool listener_activated(void);
