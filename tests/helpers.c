@@ -12,8 +12,10 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -513,4 +515,71 @@ char *test_slurp(const char *path)
 	cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
 	fclose(f);
 	return buf;
+}
+
+const char *test_zvmmd_bin(void)
+{
+	const char *b = getenv("ZVMMD_BIN");
+
+	return b && *b ? b : "build/zvmmd";
+}
+
+double test_mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int test_zvmmd_connect(const char *sock)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+void test_zvmmd_start(const char *conf, const char *sock, const char *logdir,
+		      int wait_s, pid_t *pid)
+{
+	double t0 = test_mono_now();
+
+	*pid = fork();
+	cr_assert_neq(*pid, -1);
+	if (!*pid) {
+		int null = open("/dev/null", O_WRONLY);
+		char log[160];
+		int fd;
+
+		/* Its log goes to a file: a test's output stays the test's. */
+		snprintf(log, sizeof(log), "%s/zvmmd.log", logdir);
+		fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		dup2(null, 1);
+		dup2(fd >= 0 ? fd : null, 2);
+		execl(test_zvmmd_bin(), "zvmmd", "--config", conf,
+		      (char *)NULL);
+		_exit(127);
+	}
+	while (test_mono_now() - t0 < wait_s) {
+		int fd = test_zvmmd_connect(sock);
+
+		if (fd >= 0) {
+			close(fd);
+			return;
+		}
+		if (waitpid(*pid, NULL, WNOHANG) == *pid) {
+			*pid = -1;
+			cr_assert_fail(
+				"zvmmd exited at start: see %s/zvmmd.log",
+				logdir);
+		}
+		usleep(10000);
+	}
+	cr_assert_fail("zvmmd did not listen on %s within %d s", sock, wait_s);
 }

@@ -177,4 +177,18 @@ void test_mount_pool(const char *mnt, uint64_t page, bool *mounted);
 void test_pool_cleanup(const char *mnt, const char *pool, const char *state,
 		       bool mounted);
 
+/*
+ * zvmmd for the tests that start one: the binary ($ZVMMD_BIN, default
+ * build/zvmmd), a monotonic clock in seconds, a connection to @sock (an
+ * fd, or -1), and zvmmd started on @conf with its log in @logdir's
+ * zvmmd.log: *@pid is its pid from the fork on (-1 again if it exits
+ * at start), and the test fails unless it listens on @sock within
+ * @wait_s seconds.
+ */
+const char *test_zvmmd_bin(void);
+double test_mono_now(void);
+int test_zvmmd_connect(const char *sock);
+void test_zvmmd_start(const char *conf, const char *sock, const char *logdir,
+		      int wait_s, pid_t *pid);
+
 #endif

@@ -414,13 +414,6 @@ Test(machine, calibrate_says_what_it_assumed_of_the_cache, .fini = drop_tmp)
 	free(text);
 }
 
-static const char *zvmmd_bin(void)
-{
-	const char *b = getenv("ZVMMD_BIN");
-
-	return b && *b ? b : "build/zvmmd";
-}
-
 static bool zvmmd_listens(const char *sock)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -480,7 +473,8 @@ static int zvmmd_in_namespace(int fd, const char *conf, const char *sock)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(out, 1);
 		dup2(out, 2);
-		execl(zvmmd_bin(), "zvmmd", "--config", conf, (char *)NULL);
+		execl(test_zvmmd_bin(), "zvmmd", "--config", conf,
+		      (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; d > 0 && i < 500 && !zvmmd_listens(sock); i++) {
@@ -529,8 +523,8 @@ Test(machine, zvmmd_keeps_nothing_in_the_hosts_cache_or_state, .fini = drop_tmp,
 	pid_t pid;
 
 	test_need_root("zvmmd runs as root and mounts hugetlbfs");
-	if (access(zvmmd_bin(), X_OK))
-		test_skip(TEST_NEED_TOOL, "no %s (make)", zvmmd_bin());
+	if (access(test_zvmmd_bin(), X_OK))
+		test_skip(TEST_NEED_TOOL, "no %s (make)", test_zvmmd_bin());
 	make_tmp();
 	snprintf(conf, sizeof(conf), "%s/zvmmd.conf", tmp);
 	snprintf(sock, sizeof(sock), "%s/zvmmd.sock", tmp);

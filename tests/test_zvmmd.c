@@ -52,21 +52,6 @@ static struct zero_hugetlb_resv resv = ZERO_HUGETLB_RESV_INIT;
 static char dir[40], sock[96], conf[96];
 static pid_t daemon_pid = -1;
 
-static const char *zvmmd_bin(void)
-{
-	const char *b = getenv("ZVMMD_BIN");
-
-	return b && *b ? b : "build/zvmmd";
-}
-
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int file_contains(const char *path, const char *needle)
 {
 	char buf[16384] = "";
@@ -81,53 +66,9 @@ static int file_contains(const char *path, const char *needle)
 	return strstr(buf, needle) != NULL;
 }
 
-static int connect_sock(void)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 static void daemon_start(void)
 {
-	double t0 = mono_now();
-
-	daemon_pid = fork();
-	cr_assert_neq(daemon_pid, -1);
-	if (!daemon_pid) {
-		int null = open("/dev/null", O_WRONLY);
-		char log[160];
-		int fd;
-
-		/* Its log goes to a file: a test's output stays the test's. */
-		snprintf(log, sizeof(log), "%s/zvmmd.log", dir);
-		fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		dup2(null, 1);
-		dup2(fd >= 0 ? fd : null, 2);
-		execl(zvmmd_bin(), "zvmmd", "--config", conf, (char *)NULL);
-		_exit(127);
-	}
-	while (mono_now() - t0 < WAIT_S) {
-		int fd = connect_sock();
-
-		if (fd >= 0) {
-			close(fd);
-			return;
-		}
-		if (waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid) {
-			daemon_pid = -1;
-			cr_assert_fail(
-				"zvmmd exited at start: see %s/zvmmd.log", dir);
-		}
-		usleep(10000);
-	}
-	cr_assert_fail("zvmmd did not listen on %s within %d s", sock, WAIT_S);
+	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
 }
 
 static int daemon_stop(int sig)
@@ -149,8 +90,8 @@ static void setup(void)
 	FILE *f;
 
 	test_need_root("zvmmd mounts hugetlbfs");
-	if (access(zvmmd_bin(), X_OK))
-		test_skip(TEST_NEED_TOOL, "no %s (make)", zvmmd_bin());
+	if (access(test_zvmmd_bin(), X_OK))
+		test_skip(TEST_NEED_TOOL, "no %s (make)", test_zvmmd_bin());
 	test_on_skip(teardown);
 	test_reserve_or_skip(SZ_2M, 96, &resv);
 	snprintf(dir, sizeof(dir), "/tmp/zvmm-test-zvmmd.XXXXXX");
@@ -307,7 +248,7 @@ static void lease_get(struct lease *l, uint64_t bytes)
 	char *base;
 
 	memset(l, 0, sizeof(*l));
-	l->sock = connect_sock();
+	l->sock = test_zvmmd_connect(sock);
 	cr_assert_geq(l->sock, 0, "connect %s: %s", sock, strerror(errno));
 	cr_assert_eq(send_msg(l->sock, ZVMMD_LEASE, &req, sizeof(req)), 0);
 	cr_assert_eq(recv_reply(l->sock, l), 0, "no well-formed reply");
@@ -377,7 +318,7 @@ static void status(char *out, size_t len)
 {
 	static char buf[ZVMMD_MSG_MAX];
 	struct zvmmd_msg m;
-	int fd = connect_sock();
+	int fd = test_zvmmd_connect(sock);
 	ssize_t n;
 
 	cr_assert_geq(fd, 0);
@@ -406,10 +347,10 @@ static long long status_num(const char *key)
 /* Waits up to WAIT_S for @key to become @want. */
 static void wait_status(const char *key, long long want)
 {
-	double t0 = mono_now();
+	double t0 = test_mono_now();
 	long long now;
 
-	while ((now = status_num(key)) != want && mono_now() - t0 < WAIT_S)
+	while ((now = status_num(key)) != want && test_mono_now() - t0 < WAIT_S)
 		usleep(10000);
 	cr_assert_eq(now, want, "%s is %lld, not %lld, after %d s", key, now,
 		     want, WAIT_S);
@@ -505,18 +446,18 @@ Test(zvmmd, a_fresh_lease_holds_the_filler_back)
 	 * answered within 80 ms of t0 is inside the lease's 100, however
 	 * late a busy machine hands the test the lease or the status.
 	 */
-	t0 = mono_now();
+	t0 = test_mono_now();
 	lease_get(&l, 48 * SZ_1M);
 	cr_assert_eq(l.err, 0, "%s", l.msg);
 	for (;;) {
 		long long clean = status_num("clean_bytes");
 
 		/* The status was answered before this. */
-		if (mono_now() - t0 >= 0.08)
+		if (test_mono_now() - t0 >= 0.08)
 			break;
 		cr_assert_eq(clean, 16 * SZ_1M,
 			     "a chunk was filled %.0f ms after a lease",
-			     (mono_now() - t0) * 1e3);
+			     (test_mono_now() - t0) * 1e3);
 		seen++;
 		usleep(5000);
 	}
@@ -557,7 +498,7 @@ Test(zvmmd, a_client_cannot_grow_a_chunk_past_max)
 Test(zvmmd, an_idle_connection_is_closed)
 {
 	char c;
-	int fd = connect_sock();
+	int fd = test_zvmmd_connect(sock);
 	struct timeval tv = { .tv_sec = 30 };
 
 	cr_assert_geq(fd, 0);
@@ -583,7 +524,8 @@ static int zvmmd_once(const char *config, char *log, size_t len)
 		dup2(fd, 1);
 		dup2(fd, 2);
 		alarm(20);
-		execl(zvmmd_bin(), "zvmmd", "--config", config, (char *)NULL);
+		execl(test_zvmmd_bin(), "zvmmd", "--config", config,
+		      (char *)NULL);
 		_exit(127);
 	}
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
@@ -827,10 +769,10 @@ static int daemon_connections(void)
  */
 static int daemon_fds_alone(void)
 {
-	double t0 = mono_now();
+	double t0 = test_mono_now();
 	int n;
 
-	while ((n = daemon_connections()) && mono_now() - t0 < WAIT_S)
+	while ((n = daemon_connections()) && test_mono_now() - t0 < WAIT_S)
 		usleep(10000);
 	cr_assert_eq(
 		n, 0,
@@ -843,7 +785,7 @@ static int daemon_fds_alone(void)
 static void hostile(const void *msg, size_t len, int err)
 {
 	struct lease l = { 0 };
-	int fd = connect_sock();
+	int fd = test_zvmmd_connect(sock);
 
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(send(fd, msg, len, MSG_NOSIGNAL), (ssize_t)len);
@@ -872,7 +814,7 @@ Test(zvmmd, hostile_messages_leave_nothing_behind)
 
 	wait_status("clean_bytes", 64 * SZ_1M);
 	before = daemon_fds_alone();
-	t0 = mono_now();
+	t0 = test_mono_now();
 	memset(junk, 0x41, sizeof(junk));
 	hostile(junk, sizeof(junk), EPROTO);
 	hostile(junk, 3, EPROTO);
@@ -903,7 +845,7 @@ Test(zvmmd, hostile_messages_leave_nothing_behind)
 	/* Nothing held on their account, and it still leases. */
 	cr_assert_eq(status_num("leased_bytes"), 0);
 	after = daemon_fds_alone();
-	closed = mono_now() - t0;
+	closed = test_mono_now() - t0;
 	cr_assert_eq(after, before, "zvmmd leaked fds: %d, was %d", after,
 		     before);
 	lease_get(&l, 16 * SZ_1M);
@@ -946,7 +888,7 @@ static int lease_as_nobody(const gid_t *groups, size_t n)
 		if (setgroups(n, groups) || setresgid(65534, 65534, 65534) ||
 		    setresuid(65534, 65534, 65534))
 			_exit(10);
-		fd = connect_sock();
+		fd = test_zvmmd_connect(sock);
 		if (fd < 0)
 			_exit(11);
 		/* A refusal comes first; the request finds the door shut. */
@@ -1096,7 +1038,7 @@ static int lease_on_node(uint64_t bytes, int node, struct lease *l)
 	struct zvmmd_lease_req req = { bytes, SZ_2M, node, 0 };
 
 	memset(l, 0, sizeof(*l));
-	l->sock = connect_sock();
+	l->sock = test_zvmmd_connect(sock);
 	cr_assert_geq(l->sock, 0);
 	cr_assert_eq(send_msg(l->sock, ZVMMD_LEASE, &req, sizeof(req)), 0);
 	cr_assert_eq(recv_reply(l->sock, l), 0);

@@ -41,67 +41,9 @@ static struct zero_hugetlb_resv resv = ZERO_HUGETLB_RESV_INIT;
 static char dir[48], sock[96], conf[96];
 static pid_t daemon_pid = -1;
 
-static const char *zvmmd_bin(void)
-{
-	const char *b = getenv("ZVMMD_BIN");
-
-	return b && *b ? b : "build/zvmmd";
-}
-
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int connect_sock(void)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 static void daemon_start(void)
 {
-	double t0 = mono_now();
-
-	daemon_pid = fork();
-	cr_assert_neq(daemon_pid, -1);
-	if (!daemon_pid) {
-		int null = open("/dev/null", O_WRONLY);
-		char log[160];
-		int fd;
-
-		snprintf(log, sizeof(log), "%s/zvmmd.log", dir);
-		fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		dup2(null, 1);
-		dup2(fd >= 0 ? fd : null, 2);
-		execl(zvmmd_bin(), "zvmmd", "--config", conf, (char *)NULL);
-		_exit(127);
-	}
-	while (mono_now() - t0 < WAIT_S) {
-		int fd = connect_sock();
-
-		if (fd >= 0) {
-			close(fd);
-			return;
-		}
-		if (waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid) {
-			daemon_pid = -1;
-			cr_assert_fail(
-				"zvmmd exited at start: see %s/zvmmd.log", dir);
-		}
-		usleep(10000);
-	}
-	cr_assert_fail("zvmmd did not listen on %s within %d s", sock, WAIT_S);
+	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
 }
 
 static void teardown(void)
@@ -127,8 +69,8 @@ static void setup(void)
 	FILE *f;
 
 	test_need_root("zvmmd mounts hugetlbfs");
-	if (access(zvmmd_bin(), X_OK))
-		test_skip(TEST_NEED_TOOL, "no %s (make)", zvmmd_bin());
+	if (access(test_zvmmd_bin(), X_OK))
+		test_skip(TEST_NEED_TOOL, "no %s (make)", test_zvmmd_bin());
 	test_on_skip(teardown);
 	test_reserve_or_skip(SZ_2M, 96, &resv);
 	snprintf(dir, sizeof(dir), "/tmp/zvmm-test-zvmmd-holders.XXXXXX");
@@ -214,7 +156,7 @@ static void lease_ask(struct lease *l, uint64_t bytes)
 				       .node = -1 };
 
 	memset(l, 0, sizeof(*l));
-	l->sock = connect_sock();
+	l->sock = test_zvmmd_connect(sock);
 	cr_assert_geq(l->sock, 0, "connect %s: %s", sock, strerror(errno));
 	cr_assert_eq(send_msg(l->sock, ZVMMD_LEASE, &req, sizeof(req)), 0);
 	cr_assert_eq(recv_reply(l->sock, l), 0, "no well-formed reply");
@@ -275,7 +217,7 @@ static void status(char *out, size_t len)
 {
 	static char buf[ZVMMD_MSG_MAX];
 	struct zvmmd_msg m;
-	int fd = connect_sock();
+	int fd = test_zvmmd_connect(sock);
 	ssize_t n;
 
 	cr_assert_geq(fd, 0);
@@ -302,10 +244,10 @@ static long long status_num(const char *key)
 
 static void wait_status(const char *key, long long want)
 {
-	double t0 = mono_now();
+	double t0 = test_mono_now();
 	long long now;
 
-	while ((now = status_num(key)) != want && mono_now() - t0 < WAIT_S)
+	while ((now = status_num(key)) != want && test_mono_now() - t0 < WAIT_S)
 		usleep(10000);
 	cr_assert_eq(now, want, "%s is %lld, not %lld, after %d s", key, now,
 		     want, WAIT_S);
@@ -319,7 +261,7 @@ static void wait_status(const char *key, long long want)
  */
 static long long hidden_bytes(long long want)
 {
-	double t0 = mono_now();
+	double t0 = test_mono_now();
 	long long now;
 
 	do {
@@ -328,7 +270,7 @@ static long long hidden_bytes(long long want)
 		if (now >= want)
 			break;
 		usleep(10000);
-	} while (mono_now() - t0 < 2);
+	} while (test_mono_now() - t0 < 2);
 	return now;
 }
 
@@ -457,7 +399,7 @@ static pid_t loader(pid_t test)
 /* How long a LEASE and a STATUS took to be answered, the longer. */
 static double answer_time(void)
 {
-	double t0 = mono_now(), t;
+	double t0 = test_mono_now(), t;
 	struct lease l;
 
 	/*
@@ -468,10 +410,10 @@ static double answer_time(void)
 	lease_ask(&l, 16 * SZ_1M);
 	cr_assert(!l.err || l.err == ENOMEM, "%s", l.msg);
 	lease_close(&l);
-	t = mono_now() - t0;
-	t0 = mono_now();
+	t = test_mono_now() - t0;
+	t0 = test_mono_now();
 	(void)status_num("leased_bytes");
-	return mono_now() - t0 > t ? mono_now() - t0 : t;
+	return test_mono_now() - t0 > t ? test_mono_now() - t0 : t;
 }
 
 /*
@@ -511,7 +453,7 @@ Test(zvmmd_holders, a_long_walk_of_proc_holds_up_nothing)
 	lease_close(&l);
 	wait_status("leased_bytes", 0);
 	usleep(200000);
-	for (t0 = mono_now(); mono_now() - t0 < 4;) {
+	for (t0 = test_mono_now(); test_mono_now() - t0 < 4;) {
 		double t = answer_time();
 
 		worst = t > worst ? t : worst;
@@ -520,13 +462,14 @@ Test(zvmmd_holders, a_long_walk_of_proc_holds_up_nothing)
 	cr_assert_lt(worst, 1.0,
 		     "a LEASE or STATUS took %.0f ms during a long walk",
 		     worst * 1e3);
-	t0 = mono_now();
+	t0 = test_mono_now();
 	kill(daemon_pid, SIGTERM);
 	cr_assert_eq(waitpid(daemon_pid, &status, 0), daemon_pid);
 	daemon_pid = -1;
-	cr_log_info("SIGTERM ended zvmmd in %.0f ms", (mono_now() - t0) * 1e3);
-	cr_assert_lt(mono_now() - t0, 2.0, "SIGTERM took %.1f s",
-		     mono_now() - t0);
+	cr_log_info("SIGTERM ended zvmmd in %.0f ms",
+		    (test_mono_now() - t0) * 1e3);
+	cr_assert_lt(test_mono_now() - t0, 2.0, "SIGTERM took %.1f s",
+		     test_mono_now() - t0);
 	cr_assert(WIFEXITED(status) && !WEXITSTATUS(status));
 	kill(holder, SIGKILL);
 	waitpid(holder, NULL, 0);

@@ -49,67 +49,9 @@ static struct zero_hugetlb_resv resv = ZERO_HUGETLB_RESV_INIT;
 static char dir[40], sock[96], conf[96];
 static pid_t daemon_pid = -1;
 
-static const char *zvmmd_bin(void)
-{
-	const char *b = getenv("ZVMMD_BIN");
-
-	return b && *b ? b : "build/zvmmd";
-}
-
-static double mono_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int connect_sock(void)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 static void daemon_start(void)
 {
-	double t0 = mono_now();
-
-	daemon_pid = fork();
-	cr_assert_neq(daemon_pid, -1);
-	if (!daemon_pid) {
-		int null = open("/dev/null", O_WRONLY);
-		char log[160];
-		int fd;
-
-		snprintf(log, sizeof(log), "%s/zvmmd.log", dir);
-		fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		dup2(null, 1);
-		dup2(fd >= 0 ? fd : null, 2);
-		execl(zvmmd_bin(), "zvmmd", "--config", conf, (char *)NULL);
-		_exit(127);
-	}
-	while (mono_now() - t0 < WAIT_S) {
-		int fd = connect_sock();
-
-		if (fd >= 0) {
-			close(fd);
-			return;
-		}
-		if (waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid) {
-			daemon_pid = -1;
-			cr_assert_fail(
-				"zvmmd exited at start: see %s/zvmmd.log", dir);
-		}
-		usleep(10000);
-	}
-	cr_assert_fail("zvmmd did not listen on %s within %d s", sock, WAIT_S);
+	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
 }
 
 static void teardown(void)
@@ -144,8 +86,8 @@ static void setup(void)
 	FILE *f;
 
 	test_need_root("zvmmd mounts hugetlbfs");
-	if (access(zvmmd_bin(), X_OK))
-		test_skip(TEST_NEED_TOOL, "no %s (make)", zvmmd_bin());
+	if (access(test_zvmmd_bin(), X_OK))
+		test_skip(TEST_NEED_TOOL, "no %s (make)", test_zvmmd_bin());
 	test_on_skip(teardown);
 	test_reserve_or_skip(SZ_2M, 96, &resv);
 	snprintf(dir, sizeof(dir), "/tmp/zvmm-test-shared.XXXXXX");
@@ -206,7 +148,7 @@ static int lease_keep(int *fd, uint64_t bytes, int *keep)
 	struct zvmmd_msg m;
 	ssize_t n;
 
-	*fd = connect_sock();
+	*fd = test_zvmmd_connect(sock);
 	if (*fd < 0 || send_msg(*fd, ZVMMD_LEASE, &req, sizeof(req)))
 		return -1;
 	n = recvmsg(*fd, &mh, MSG_CMSG_CLOEXEC);
@@ -234,7 +176,7 @@ static int status_text(char *out, size_t len)
 {
 	static char buf[ZVMMD_MSG_MAX];
 	struct zvmmd_msg m;
-	int fd = connect_sock();
+	int fd = test_zvmmd_connect(sock);
 	ssize_t n;
 
 	if (fd < 0 || send_msg(fd, ZVMMD_STATUS, NULL, 0)) {
@@ -266,10 +208,10 @@ static long long status_num(const char *key)
 
 static void wait_status(const char *key, long long want)
 {
-	double t0 = mono_now();
+	double t0 = test_mono_now();
 	long long now;
 
-	while ((now = status_num(key)) != want && mono_now() - t0 < WAIT_S)
+	while ((now = status_num(key)) != want && test_mono_now() - t0 < WAIT_S)
 		usleep(10000);
 	cr_assert_eq(now, want, "%s is %lld, not %lld, after %d s", key, now,
 		     want, WAIT_S);
@@ -363,7 +305,7 @@ static int many_connections(int in, int out)
 	char buf[512];
 
 	for (int i = 0; i < n; i++)
-		if ((fds[i] = connect_sock()) < 0)
+		if ((fds[i] = test_zvmmd_connect(sock)) < 0)
 			return 11;
 	/* The last one accepted last: refused (or not) after all others. */
 	pf = (struct pollfd){ .fd = fds[n - 1], .events = POLLIN };
@@ -414,11 +356,11 @@ Test(zvmmd_shared, a_members_connections_are_bounded_and_root_is_served)
 Test(zvmmd_shared, status_does_not_keep_a_connection_open)
 {
 	static char buf[ZVMMD_MSG_MAX];
-	double t0 = mono_now(), open_s = 0;
-	int fd = connect_sock();
+	double t0 = test_mono_now(), open_s = 0;
+	int fd = test_zvmmd_connect(sock);
 
 	cr_assert_geq(fd, 0);
-	while ((open_s = mono_now() - t0) < IDLE_S + 15) {
+	while ((open_s = test_mono_now() - t0) < IDLE_S + 15) {
 		if (send_msg(fd, ZVMMD_STATUS, NULL, 0) ||
 		    recv(fd, buf, sizeof(buf), 0) <= 0)
 			break;
@@ -570,7 +512,7 @@ static void member_text(struct member *m, char *text, size_t len)
 static int quarantined_own(int in, int out)
 {
 	static char text[ZVMMD_MSG_MAX];
-	double t0 = mono_now();
+	double t0 = test_mono_now();
 	int fd, chunk = -1;
 
 	if (lease_keep(&fd, SZ_2M, &chunk) || chunk < 0)
@@ -581,7 +523,7 @@ static int quarantined_own(int in, int out)
 		if (status_text(text, sizeof(text)))
 			return 12;
 	} while (!strstr(text, "\"quarantined_bytes\":2097152,") &&
-		 mono_now() - t0 < WAIT_S);
+		 test_mono_now() - t0 < WAIT_S);
 	if (write(out, text, strlen(text) + 1) != (ssize_t)strlen(text) + 1)
 		return 13;
 	return hold(in);
