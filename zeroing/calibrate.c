@@ -785,13 +785,17 @@ static bool ini_blank(char ch)
  * The whole value or nothing: a value cut to fit reads as another. A
  * ';' after a blank starts a comment, and zero_profile_print() writes
  * "key = value": a value that starts with ';' (key =;x), or keeps a
- * " ;" (a continuation line's does), would read back as less.
+ * " ;" (a continuation line's does), would read back as less. And that
+ * line, its newline included, fits the INI_MAX_LINE - 1 bytes libinih
+ * reads of a line: "key =value" read from a line that just fit would
+ * print one byte too long to read back.
  */
-static int parse_str(const char *value, char *out, size_t size)
+static int parse_str(const char *name, const char *value, char *out,
+		     size_t size)
 {
 	size_t n = strlen(value);
 
-	if (n >= size)
+	if (n >= size || strlen(name) + 3 + n + 1 > INI_MAX_LINE - 1)
 		return 0;
 	for (size_t i = 0; i < n; i++)
 		if (value[i] == ';' && (!i || ini_blank(value[i - 1])))
@@ -814,20 +818,23 @@ static int profile_head_key(struct profile_parse *pp, const char *name,
 		return 1;
 	}
 	if (!strcmp(name, "arch"))
-		return parse_str(value, p->id.arch, sizeof(p->id.arch));
+		return parse_str(name, value, p->id.arch, sizeof(p->id.arch));
 	if (!strcmp(name, "cpu"))
-		return parse_str(value, p->id.cpu, sizeof(p->id.cpu));
+		return parse_str(name, value, p->id.cpu, sizeof(p->id.cpu));
 	if (!strcmp(name, "cpu_id"))
-		return parse_str(value, p->id.cpu_id, sizeof(p->id.cpu_id));
+		return parse_str(name, value, p->id.cpu_id,
+				 sizeof(p->id.cpu_id));
 	if (!strcmp(name, "microcode"))
-		return parse_str(value, p->id.microcode,
+		return parse_str(name, value, p->id.microcode,
 				 sizeof(p->id.microcode));
 	if (!strcmp(name, "kernel"))
-		return parse_str(value, p->id.kernel, sizeof(p->id.kernel));
+		return parse_str(name, value, p->id.kernel,
+				 sizeof(p->id.kernel));
 	if (!strcmp(name, "backends"))
-		return parse_str(value, p->id.backends, sizeof(p->id.backends));
+		return parse_str(name, value, p->id.backends,
+				 sizeof(p->id.backends));
 	if (!strcmp(name, "features"))
-		return parse_str(value, pp->h->features,
+		return parse_str(name, value, pp->h->features,
 				 sizeof(pp->h->features));
 	if (!strcmp(name, "region"))
 		return parse_u64(value, &p->region);
