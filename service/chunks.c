@@ -113,6 +113,27 @@ int chunk_create(struct pool *p, uint64_t bytes, struct chunk **out)
 	return 0;
 }
 
+/*
+ * The pages of an empty chunk promised to it before it is leased: a
+ * shared mapping of a hugetlbfs file without MAP_NORESERVE reserves its
+ * pages in the file's own reservation map (mm/hugetlb.c,
+ * hugetlb_reserve_pages()), charged to the mount's size= and kept after
+ * munmap until the file is truncated or gone. The client may then map
+ * it MAP_NORESERVE, or fault it after the host's free hugepages went to
+ * someone else, and still never meet SIGBUS: its faults take the pages
+ * promised. -ENOMEM when the kernel cannot promise them.
+ */
+int chunk_reserve(struct chunk *c)
+{
+	void *m = mmap(NULL, c->bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		       c->fd, 0);
+
+	if (m == MAP_FAILED)
+		return -errno;
+	munmap(m, c->bytes);
+	return 0;
+}
+
 /* ------------------------------------------------------------- filler */
 
 static bool fill_wanted(struct pool *p)

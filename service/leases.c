@@ -226,7 +226,8 @@ static struct pool *lease_pool(struct zvmmd *d, struct client *cl,
 /*
  * @need chunks of @p into @l, with the lock held: filled chunks first,
  * then empty ones (the kernel zeroes their pages at the client's first
- * touch) while the pool may hold more and the kernel has the pages.
+ * touch, and has promised them: chunk_reserve()) while the pool may hold
+ * more and the kernel has the pages.
  * Returns 0, -ENOSPC past the pool's max, -ENOMEM when free hugepages
  * are short, or chunk_create()'s error; @l holds what was taken either
  * way, *@zero_n of its chunks filled.
@@ -265,6 +266,11 @@ static int lease_take(struct pool *p, const struct zvmmd_lease_req *req,
 		ret = chunk_create(p, len, &c);
 		if (ret)
 			break;
+		ret = chunk_reserve(c);
+		if (ret) {
+			chunk_retire(p, c);
+			break;
+		}
 		want -= len;
 		*tail = c;
 		tail = &c->next;

@@ -236,6 +236,7 @@ void pool_account(struct pool *p);
 int chunk_create(struct pool *p, uint64_t bytes, struct chunk **out)
 	__attribute__((warn_unused_result));
 void chunk_retire(struct pool *p, struct chunk *c);
+int chunk_reserve(struct chunk *c);
 int filler_start(struct zvmmd *d) __attribute__((warn_unused_result));
 void filler_stop(struct zvmmd *d);
 void filler_poke(struct zvmmd *d);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -573,4 +574,93 @@ Test(zvmmd_shared, a_members_quarantined_chunks_are_its_own_to_see)
 	member_end(&other);
 	member_end(&me);
 	wait_status("quarantined_bytes", 0);
+}
+
+/* The host's hugepages of 2 MiB that no one has been promised. */
+static long unpromised_pages(void)
+{
+	const char *base = "/sys/kernel/mm/hugepages/hugepages-2048kB/";
+	long v[2];
+
+	for (int i = 0; i < 2; i++) {
+		char path[96];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s%s", base,
+			 i ? "resv_hugepages" : "free_hugepages");
+		f = fopen(path, "r");
+		cr_assert_not_null(f, "%s", path);
+		cr_assert_eq(fscanf(f, "%ld", &v[i]), 1, "%s", path);
+		fclose(f);
+	}
+	return v[0] - v[1];
+}
+
+/*
+ * Every page of @cfd, mapped MAP_NORESERVE, written in a child: its exit
+ * status (SIGBUS for a page the kernel could not give).
+ */
+static int touch_noreserve(int cfd, uint64_t bytes)
+{
+	int status;
+	pid_t pid = fork();
+
+	cr_assert_neq(pid, -1);
+	if (!pid) {
+		char *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_NORESERVE, cfd, 0);
+
+		if (m == MAP_FAILED)
+			_exit(11);
+		for (uint64_t off = 0; off < bytes; off += SZ_2M)
+			m[off] = 1;
+		_exit(0);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
+/*
+ * An EMPTY lease never overcommits (issue 28, point 2): the pages of a
+ * chunk leased empty are promised to it before LEASE_OK, so a client that
+ * maps it MAP_NORESERVE can touch every page even after someone else took
+ * every free hugepage the kernel had not promised. Before, the empty
+ * chunk held no reservation, the other process got its pages, and the
+ * client's touch was a SIGBUS.
+ */
+Test(zvmmd_shared, an_empty_lease_has_its_pages_promised)
+{
+	int fd, cfd = -1, status;
+	long before = unpromised_pages(), others;
+	char *grab;
+
+	cr_assert_eq(lease_keep(&fd, CHUNK, &cfd), 0, "no lease");
+	cr_assert_geq(cfd, 0);
+	cr_assert_eq(status_num("clean_bytes"), 0, "a chunk was filled ahead");
+	cr_assert_eq(before - unpromised_pages(), (long)(CHUNK / SZ_2M),
+		     "the empty chunk's pages are not reserved");
+
+	/* Someone else takes every hugepage not promised to anyone. */
+	others = unpromised_pages();
+	grab = others ? mmap(NULL, (size_t)others * SZ_2M,
+			     PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0) :
+			NULL;
+	cr_assert_neq(grab, MAP_FAILED, "cannot take %ld free hugepages",
+		      others);
+	for (long i = 0; i < others; i++)
+		grab[(size_t)i * SZ_2M] = 1;
+
+	status = touch_noreserve(cfd, CHUNK);
+	if (grab)
+		munmap(grab, (size_t)others * SZ_2M);
+	cr_assert(WIFEXITED(status) && !WEXITSTATUS(status),
+		  "the lessee's touch of its empty chunk: status 0x%x%s",
+		  status,
+		  WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS ?
+			  " (SIGBUS: its pages went to someone else)" :
+			  "");
+	close(cfd);
+	close(fd);
+	wait_status("leased_bytes", 0);
 }
