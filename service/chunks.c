@@ -389,28 +389,58 @@ static unsigned int remove_all(int dirfd)
 	return n;
 }
 
+/* The bytes in use in the hugetlbfs mount at @fd (0 with no size=). */
+static uint64_t mount_used(int fd)
+{
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) || sf.f_type != HUGETLBFS_MAGIC ||
+	    sf.f_blocks < sf.f_bfree)
+		return 0;
+	return (uint64_t)(sf.f_blocks - sf.f_bfree) * (uint64_t)sf.f_bsize;
+}
+
 /*
- * A mount a previous zvmmd left at @p's (killed, crashed mid-fill):
- * nothing in it is trusted, so its files go, and the mount is detached,
- * as its size is unknown too.
+ * A mount a previous zvmmd left at @p's (it was killed, or stopped while
+ * tenants held chunks): nothing in it is trusted, so its files go. Pages
+ * its tenants still hold stay in use in it, counted by its size=: a new
+ * mount beside it would let the two hold more than max. So a mount that
+ * still holds pages is taken over, whatever its size (said when it is
+ * not max), and one that holds none is detached for a fresh one. True
+ * when it was taken over (its root is then @p's at).
  */
-static void pool_remove_stale(struct pool *p)
+static bool pool_take_over(struct pool *p)
 {
 	unsigned int stale = 0;
+	uint64_t used = 0;
 	struct statfs sf;
+	char a[32], b[32];
 	int fd;
 
-	if (!statfs(p->at, &sf) && sf.f_type == HUGETLBFS_MAGIC) {
-		fd = open(p->at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (fd >= 0) {
-			stale = remove_all(fd);
-			close(fd);
-		}
-		(void)!umount2(p->at, MNT_DETACH);
+	if (statfs(p->at, &sf) || sf.f_type != HUGETLBFS_MAGIC)
+		return false;
+	fd = open(p->at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd >= 0) {
+		stale = remove_all(fd);
+		used = mount_used(fd);
+		close(fd);
 	}
 	if (stale)
 		pr_info("%s: %u chunks of a previous zvmmd removed: their state is unknown",
 			p->dir, stale);
+	if (!used) {
+		(void)!umount2(p->at, MNT_DETACH);
+		return false;
+	}
+	pr_info("%s: tenants of a previous zvmmd still hold %s there: its mount is kept, and what they hold counted until they let go",
+		p->dir, size_format(used, a, sizeof(a)));
+	if ((uint64_t)sf.f_blocks * (uint64_t)sf.f_bsize != p->cfg->max)
+		pr_warn("%s: the kept mount holds at most %s, not max (%s), until zvmmd restarts with nothing held",
+			p->dir,
+			size_format((uint64_t)sf.f_blocks * sf.f_bsize, a,
+				    sizeof(a)),
+			size_format(p->cfg->max, b, sizeof(b)));
+	return true;
 }
 
 /*
@@ -431,7 +461,6 @@ static int pool_open(struct pool *p, const char *dir, int dirfd)
 		return -errno;
 	if (!S_ISDIR(st.st_mode) || st.st_uid != 0)
 		return -ENOTDIR;
-	pool_remove_stale(p);
 	/*
 	 * A mount of its own, sized to the pool's max: hugetlbfs refuses an
 	 * allocation past it whoever makes it, so a client cannot grow a
@@ -443,12 +472,15 @@ static int pool_open(struct pool *p, const char *dir, int dirfd)
 	if (p->cfg->max)
 		snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
 			 ",size=%llu", (unsigned long long)p->cfg->max);
-	if (mount("zvmmd", p->at, "hugetlbfs", MS_NOSUID | MS_NODEV, opts))
+	if (!pool_take_over(p) &&
+	    mount("zvmmd", p->at, "hugetlbfs", MS_NOSUID | MS_NODEV, opts))
 		return -errno;
 	p->mounted = true;
 	p->dirfd = open(p->at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (p->dirfd < 0)
 		return -errno;
+	/* What tenants of a mount taken over hold: unseen from the start. */
+	pool_account(p);
 	/* The holder scan knows an fd on a chunk by its mount's id. */
 	p->mnt_id = holder_mnt_id(p->dirfd);
 	return p->mnt_id < 0 ? p->mnt_id : 0;
@@ -457,6 +489,8 @@ static int pool_open(struct pool *p, const char *dir, int dirfd)
 static void pool_close(struct pool *p, int dirfd)
 {
 	struct chunk *c;
+	uint64_t used;
+	char a[32];
 
 	while ((c = p->zero)) {
 		p->zero = c->next;
@@ -470,13 +504,24 @@ static void pool_close(struct pool *p, int dirfd)
 		p->returned = c->next;
 		chunk_retire(p, c);
 	}
+	/*
+	 * Pages still held by tenants keep the mount: the next zvmmd takes
+	 * it over and counts them (pool_take_over()); a detached one would
+	 * hold them where no zvmmd counts, past max.
+	 */
+	used = p->dirfd >= 0 ? mount_used(p->dirfd) : 0;
 	if (p->dirfd >= 0)
 		close(p->dirfd);
 	p->dirfd = -1;
-	if (p->mounted && umount2(p->at, MNT_DETACH))
-		pr_warn("cannot unmount %s: %s", p->dir, strerror(errno));
-	if (p->mounted)
+	if (p->mounted && used) {
+		pr_info("%s: tenants still hold %s there: the mount stays for the next zvmmd to count (umount it once they are gone)",
+			p->dir, size_format(used, a, sizeof(a)));
+	} else if (p->mounted) {
+		if (umount2(p->at, MNT_DETACH))
+			pr_warn("cannot unmount %s: %s", p->dir,
+				strerror(errno));
 		unlinkat(dirfd, p->label, AT_REMOVEDIR);
+	}
 	p->mounted = false;
 }
 

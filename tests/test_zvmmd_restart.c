@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: MIT
+/*
+ * zvmmd restarted while tenants hold its chunks (issue 28, point 2:
+ * restarts never let zvmmd hold more than max). A tenant's chunks keep
+ * their pages after zvmmd is gone, whether it was stopped (SIGTERM) or
+ * killed (SIGKILL); the next zvmmd must count them against max, and leave
+ * the mount that counts them for the one after if they are still held.
+ * Before, each start mounted a new instance sized to max beside the
+ * detached old one: the host held max and what the tenants kept, and
+ * STATUS said nothing of it. Speaks the wire format itself, as
+ * tests/test_zvmmd_shared.c does and for the same reason.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../lib/size.h"
+#include "../lib/zvmmd_proto.h"
+#include "../zeroing/hugetlb.h"
+#include "helpers.h"
+
+#define WAIT_S 60
+
+/* The pool: 16 MiB chunks, nothing filled ahead, 64 MiB at most. */
+#define CHUNK (16 * SZ_1M)
+#define MAX (64 * SZ_1M)
+#define HELD (2 * CHUNK)
+
+#ifndef HUGETLBFS_MAGIC
+#define HUGETLBFS_MAGIC 0x958458f6
+#endif
+
+static struct zero_hugetlb_resv resv = ZERO_HUGETLB_RESV_INIT;
+static char dir[40], sock[96], conf[96], mnt[96];
+static pid_t daemon_pid = -1;
+
+/* What a tenant of the first zvmmd keeps: its chunks, mapped. */
+static int held_fd[ZVMMD_MAX_CHUNKS];
+static unsigned int held_n;
+static char *held_map;
+
+static void held_drop(void)
+{
+	if (held_map)
+		munmap(held_map, HELD);
+	held_map = NULL;
+	for (unsigned int i = 0; i < held_n; i++)
+		close(held_fd[i]);
+	held_n = 0;
+}
+
+static void daemon_stop(int sig)
+{
+	int status = 0;
+
+	if (daemon_pid <= 0)
+		return;
+	kill(daemon_pid, sig);
+	waitpid(daemon_pid, &status, 0);
+	daemon_pid = -1;
+	cr_assert(sig != SIGTERM || status == 0,
+		  "zvmmd exited with status 0x%x on SIGTERM", status);
+}
+
+static void teardown(void)
+{
+	char cmd[200];
+
+	held_drop();
+	if (daemon_pid > 0) {
+		kill(daemon_pid, SIGKILL);
+		waitpid(daemon_pid, NULL, 0);
+	}
+	daemon_pid = -1;
+	if (dir[0]) {
+		snprintf(cmd, sizeof(cmd),
+			 "umount -l %s 2>/dev/null; rm -rf %s", mnt, dir);
+		(void)!system(cmd);
+	}
+	zero_hugetlb_release(&resv);
+}
+
+static void setup(void)
+{
+	FILE *f;
+
+	test_need_root("zvmmd mounts hugetlbfs");
+	if (access(test_zvmmd_bin(), X_OK))
+		test_skip(TEST_NEED_TOOL, "no %s (make)", test_zvmmd_bin());
+	test_on_skip(teardown);
+	test_reserve_or_skip(SZ_2M, 2 * MAX / SZ_2M, &resv);
+	snprintf(dir, sizeof(dir), "/tmp/zvmm-test-restart.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(sock, sizeof(sock), "%s/zvmmd.sock", dir);
+	snprintf(conf, sizeof(conf), "%s/zvmmd.conf", dir);
+	snprintf(mnt, sizeof(mnt), "%s/chunks/2M", dir);
+	f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f,
+		"[service]\nsocket = %s\ndir = %s/chunks\n"
+		"[pages.2M]\nchunk = 16M\nlow = 0\nhigh = 0\nmax = 64M\n"
+		"[quarantine]\nrecheck = 50\n",
+		sock, dir);
+	fclose(f);
+	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
+}
+
+TestSuite(zvmmd_restart, .init = setup, .fini = teardown, .timeout = 120);
+
+static int send_msg(int fd, uint16_t type, const void *body, size_t len)
+{
+	char buf[512];
+	int n = zvmmd_build(buf, sizeof(buf), type, body, len);
+
+	return n < 0 || send(fd, buf, (size_t)n, MSG_NOSIGNAL) != n ? -1 : 0;
+}
+
+/*
+ * A LEASE of @bytes on a new connection (*@fd, kept open): 0 with its
+ * chunks' fds in @fds (*@n of them), the errno of an ERROR, or -1.
+ */
+static int lease(int *fd, uint64_t bytes, int *fds, unsigned int *n)
+{
+	struct zvmmd_lease_req req = { bytes, SZ_2M, -1, 0 };
+	static char buf[ZVMMD_MSG_MAX];
+	union {
+		char raw[CMSG_SPACE(sizeof(int) * ZVMMD_MAX_CHUNKS)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.raw,
+			     .msg_controllen = sizeof(u.raw) };
+	struct cmsghdr *cm;
+	struct zvmmd_msg m;
+	ssize_t got;
+
+	*n = 0;
+	*fd = test_zvmmd_connect(sock);
+	if (*fd < 0 || send_msg(*fd, ZVMMD_LEASE, &req, sizeof(req)))
+		return -1;
+	got = recvmsg(*fd, &mh, MSG_CMSG_CLOEXEC);
+	if (got <= 0 || zvmmd_parse(buf, (size_t)got, &m))
+		return -1;
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+		for (size_t i = 0;
+		     i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++)
+			memcpy(&fds[(*n)++], CMSG_DATA(cm) + i * sizeof(int),
+			       sizeof(int));
+	if (m.type == ZVMMD_ERROR)
+		return m.error.err;
+	return m.type == ZVMMD_LEASE_OK ? 0 : -1;
+}
+
+/* A lease of @bytes asked and given back at once: 0 or its errno. */
+static int lease_try(uint64_t bytes)
+{
+	int fd, fds[ZVMMD_MAX_CHUNKS], ret;
+	unsigned int n;
+
+	ret = lease(&fd, bytes, fds, &n);
+	for (unsigned int i = 0; i < n; i++)
+		close(fds[i]);
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+static long long status_num(const char *key)
+{
+	static char buf[ZVMMD_MSG_MAX];
+	struct zvmmd_msg m;
+	int fd = test_zvmmd_connect(sock);
+	char pat[64];
+	const char *p;
+	ssize_t n;
+
+	cr_assert_geq(fd, 0, "cannot connect to zvmmd");
+	cr_assert_eq(send_msg(fd, ZVMMD_STATUS, NULL, 0), 0);
+	n = recv(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	cr_assert(n > 0 && !zvmmd_parse(buf, (size_t)n, &m) &&
+			  m.type == ZVMMD_STATUS_OK,
+		  "no STATUS_OK");
+	buf[n] = '\0';
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr((const char *)m.body, pat);
+	cr_assert_not_null(p, "no %s in STATUS", key);
+	return atoll(p + strlen(pat));
+}
+
+static void wait_status(const char *key, long long want)
+{
+	double t0 = test_mono_now();
+	long long now;
+
+	while ((now = status_num(key)) != want && test_mono_now() - t0 < WAIT_S)
+		usleep(10000);
+	cr_assert_eq(now, want, "%s is %lld, not %lld, after %d s", key, now,
+		     want, WAIT_S);
+}
+
+/* Whether a hugetlbfs instance is mounted at the pool's directory. */
+static bool mounted(void)
+{
+	struct statfs sf;
+
+	return !statfs(mnt, &sf) && sf.f_type == HUGETLBFS_MAGIC;
+}
+
+/*
+ * A tenant of the first zvmmd leases HELD bytes, maps them side by side
+ * and writes every page (its guest's memory); zvmmd then goes with @sig
+ * and a second one starts on the same config. It must count HELD as in
+ * use, lease only max - HELD, and get all of max back once the tenant
+ * lets go.
+ */
+static void restart_with_memory_held(int sig)
+{
+	int fd;
+
+	cr_assert_eq(lease(&fd, HELD, held_fd, &held_n), 0, "no lease");
+	cr_assert_eq(held_n, HELD / CHUNK);
+	held_map =
+		mmap(NULL, HELD, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(held_map, MAP_FAILED);
+	for (unsigned int i = 0; i < held_n; i++) {
+		char *m = mmap(held_map + (size_t)i * CHUNK, CHUNK,
+			       PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+			       held_fd[i], 0);
+
+		cr_assert_neq(m, MAP_FAILED, "chunk %u: %s", i,
+			      strerror(errno));
+	}
+	for (uint64_t off = 0; off < HELD; off += SZ_2M)
+		held_map[off] = 0x5a;
+
+	daemon_stop(sig);
+	cr_assert(mounted(),
+		  "the mount that counts the tenant's pages is gone");
+	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
+	cr_assert_eq(status_num("unseen_bytes"), (long long)HELD,
+		     "the new zvmmd does not count what the tenant holds");
+	cr_assert_eq(lease_try(MAX - HELD + CHUNK), ENOMEM,
+		     "a lease past max was not refused");
+	cr_assert_eq(lease_try(MAX - HELD), 0, "the rest of max was refused");
+	wait_status("leased_bytes", 0);
+
+	/* What the tenant wrote is still its own. */
+	for (uint64_t off = 0; off < HELD; off += SZ_2M)
+		cr_assert_eq(held_map[off], 0x5a, "byte %llu changed",
+			     (unsigned long long)off);
+	held_drop();
+	close(fd);
+	wait_status("unseen_bytes", 0);
+	cr_assert_eq(lease_try(MAX), 0, "all of max was refused");
+
+	/* Nothing held: a stop leaves no mount. */
+	wait_status("leased_bytes", 0);
+	wait_status("quarantined_bytes", 0);
+	daemon_stop(SIGTERM);
+	cr_assert_not(mounted(),
+		      "zvmmd stopped with nothing held left its mount");
+}
+
+Test(zvmmd_restart, a_stopped_zvmmds_tenants_are_counted_by_the_next)
+{
+	restart_with_memory_held(SIGTERM);
+}
+
+Test(zvmmd_restart, a_killed_zvmmds_tenants_are_counted_by_the_next)
+{
+	restart_with_memory_held(SIGKILL);
+}
