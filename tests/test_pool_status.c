@@ -108,7 +108,8 @@ static void pool_status(const char *body, const char *const *args,
  * any node: the first with three leases, two of them listed (the third
  * another user's, as a member's STATUS counts it), and two quarantined
  * chunks, one of them held by a process zvmmd could not name (pid 0). Each node is
- * told apart from the sizes printed beside it.
+ * told apart from the sizes printed beside it. The second's mount holds
+ * 512 MiB no scan found (unseen).
  */
 static const char reply[] =
 	"{\"version\":\"0.1.0\",\"pid\":4242,\"pools\":["
@@ -130,7 +131,7 @@ static const char reply[] =
 	"\"holder_pid\":0,\"holder_comm\":\"?\"}]},"
 	"{\"page_bytes\":2097152,\"node\":0,\"chunk_bytes\":268435456,"
 	"\"clean_bytes\":1073741824,\"dirty_bytes\":0,\"leased_bytes\":0,"
-	"\"quarantined_bytes\":0,\"unseen_bytes\":0,"
+	"\"quarantined_bytes\":0,\"unseen_bytes\":536870912,"
 	"\"low_bytes\":0,\"high_bytes\":1073741824,"
 	"\"max_bytes\":1073741824,\"scrubbed_bytes\":1073741824,"
 	"\"scrub_gbps\":20.25,\"leases_total\":0,\"quarantined_total\":0,"
@@ -156,6 +157,7 @@ Test(pool_status, table_of_pools_on_nodes_leases_and_quarantined)
 		"  quarantined chunk-2M-node1-3: 256.0 MiB, held by pid 999 (gdb)\n"
 		"  quarantined chunk-2M-node1-5: 256.0 MiB, held by pid 0 (?)\n"
 		"2M     0     256.0 MiB  1.0 GiB    0 B        0 B        0 B          20.2 GB/s\n"
+		"  unseen: 512.0 MiB in use in its mount beyond the above, held where no scan looks (an fd in flight, a pipe's pages, a previous zvmmd's tenants): counted held, never leased\n"
 		"1G     any   1.0 GiB    0 B        0 B        0 B        0 B          0.0 GB/s\n";
 	struct test_run r;
 

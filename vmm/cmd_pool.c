@@ -20,7 +20,8 @@ static const struct cli_verb pool_verb = {
 	.what = "Shows what zvmmd holds for each page size and node: clean (zeroed\n"
 		"ahead), dirty (being filled), leased and quarantined bytes, its fill\n"
 		"rate, each lease (pid, command, bytes) and each quarantined chunk\n"
-		"with the process still holding it.",
+		"with the process still holding it, and what its mount holds beyond\n"
+		"all that (unseen), where no scan looks.",
 	.texts =
 		(const struct cli_text[]){
 			{ CLI_JSON,
