@@ -5,24 +5,27 @@
  * holder scan cannot look (an fd in flight in an SCM_RIGHTS message,
  * pages vmsplice()d into a pipe) shows in STATUS and is never leased as
  * free; a walk of many processes with many fds and mappings holds up
- * neither LEASE, STATUS nor SIGTERM. A daemon of the test's own, as in
- * tests/test_zvmmd.c. A FUSE server that stops answering (R4b) is not
- * tested: no FUSE server is at hand without the network; the walk makes
- * no call into a file's filesystem (lib/holders.h), which is what
- * froze.
+ * neither LEASE, STATUS nor SIGTERM, and neither does a process that
+ * holds a file of a FUSE server that stopped answering (R4b: the test
+ * is that server, over /dev/fuse). A daemon of the test's own, as in
+ * tests/test_zvmmd.c.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/fuse.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -46,10 +49,81 @@ static void daemon_start(void)
 	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
 }
 
+/*
+ * R4b's file system: a FUSE server the test is itself, speaking the
+ * /dev/fuse protocol (no libfuse), with one regular file, FUSE_NAME. Its
+ * replies let the kernel keep no entry and no attributes (valid for 0
+ * s), so every stat() of the file asks the server a GETATTR: once the
+ * test stops reading /dev/fuse, such a stat waits for ever.
+ */
+#define FUSE_NAME "held"
+#define FUSE_FILE_ID 2
+#define ANSWER_MAX_S 5
+
+static int fuse_fd = -1;
+static bool fuse_mounted;
+static char fuse_dir[96];
+static pid_t fuse_holder = -1, fuse_prober = -1;
+
+/* Reaps *@pid (-1 then) within @secs: false when it still runs then. */
+static bool reap(pid_t *pid, int *status, double secs)
+{
+	double t0 = test_mono_now();
+	pid_t r;
+
+	while (*pid > 0) {
+		r = waitpid(*pid, status, WNOHANG);
+		if (r == *pid || (r < 0 && errno != EINTR))
+			*pid = -1;
+		else if (test_mono_now() - t0 > secs)
+			return false;
+		else
+			usleep(5000);
+	}
+	return true;
+}
+
+/*
+ * Ends R4b's file system whatever state a test left it in: its holder
+ * and prober killed, the mount detached, and then the connection cut by
+ * closing the test's /dev/fuse fd, the last one (each child closed its
+ * copy), so every request still waiting fails with ENOTCONN: a dying
+ * holder's FLUSH, which no signal ends, and a zvmmd frozen in a walk.
+ */
+static void fuse_end(void)
+{
+	int ret;
+
+	if (fuse_holder > 0)
+		kill(fuse_holder, SIGKILL);
+	if (fuse_prober > 0)
+		kill(fuse_prober, SIGKILL);
+	if (fuse_mounted) {
+		ret = umount2(fuse_dir, MNT_DETACH) ? -errno : 0;
+		test_fini_expect(!ret, "umount %s: %s", fuse_dir,
+				 strerror(-ret));
+		fuse_mounted = false;
+	}
+	if (fuse_fd >= 0)
+		close(fuse_fd);
+	fuse_fd = -1;
+	test_fini_expect(reap(&fuse_holder, NULL, ANSWER_MAX_S) &&
+				 reap(&fuse_prober, NULL, ANSWER_MAX_S),
+			 "a child on the FUSE file system still runs");
+	if (fuse_dir[0]) {
+		ret = rmdir(fuse_dir) ? -errno : 0;
+		test_fini_expect(!ret || ret == -ENOENT, "rmdir %s: %s",
+				 fuse_dir, strerror(-ret));
+		fuse_dir[0] = '\0';
+	}
+}
+
 static void teardown(void)
 {
 	char cmd[160];
 
+	/* First: a zvmmd frozen in a FUSE call ends only once it is cut. */
+	fuse_end();
 	if (daemon_pid > 0) {
 		kill(daemon_pid, SIGTERM);
 		waitpid(daemon_pid, NULL, 0);
@@ -477,4 +551,347 @@ Test(zvmmd_holders, a_long_walk_of_proc_holds_up_nothing)
 		kill(load[i], SIGKILL);
 		waitpid(load[i], NULL, 0);
 	}
+}
+
+/*
+ * The file system mounted at fuse_dir, its server this process; skipped
+ * where FUSE cannot be had (no module, a container's /dev).
+ */
+static void fuse_start(void)
+{
+	char opts[96];
+	int ret;
+
+	fuse_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (fuse_fd < 0)
+		test_skip(TEST_NEED_KERNEL, "no FUSE: /dev/fuse: %s",
+			  strerror(errno));
+	snprintf(fuse_dir, sizeof(fuse_dir), "%s/fuse", dir);
+	cr_assert_eq(mkdir(fuse_dir, 0755), 0, "mkdir %s: %s", fuse_dir,
+		     strerror(errno));
+	snprintf(opts, sizeof(opts),
+		 "fd=%d,rootmode=40000,user_id=0,group_id=0", fuse_fd);
+	ret = 0;
+	if (mount("zvmm-test", fuse_dir, "fuse.zvmmtest", MS_NOSUID | MS_NODEV,
+		  opts))
+		ret = -errno;
+	if (ret == -EPERM || ret == -ENODEV)
+		test_skip(TEST_NEED_KERNEL, "no FUSE mount: %s",
+			  strerror(-ret));
+	cr_assert_eq(ret, 0, "mount FUSE on %s: %s", fuse_dir, strerror(-ret));
+	fuse_mounted = true;
+}
+
+static int fuse_reply(uint64_t unique, int err, const void *body, size_t len)
+{
+	struct fuse_out_header h = { .len = sizeof(h) + (err ? 0 : len),
+				     .error = -err,
+				     .unique = unique };
+	struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)body, len } };
+	ssize_t n;
+
+	n = writev(fuse_fd, iov, err || !body ? 1 : 2);
+	if (n < 0)
+		return -errno;
+	return n == (ssize_t)h.len ? 0 : -EIO;
+}
+
+static void fuse_attr_of(uint64_t id, struct fuse_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->ino = id;
+	a->mode = id == FUSE_ROOT_ID ? S_IFDIR | 0755 : S_IFREG | 0644;
+	a->nlink = id == FUSE_ROOT_ID ? 2 : 1;
+	a->blksize = 4096;
+}
+
+/*
+ * Reads one request from /dev/fuse and answers it: 0, or -errno. What
+ * opening FUSE_NAME takes is served (INIT, LOOKUP, GETATTR, OPEN, FLUSH,
+ * RELEASE), anything else is ENOSYS, and what takes no answer (FORGET,
+ * INTERRUPT) none.
+ */
+static int fuse_serve_one(void)
+{
+	static char buf[1 << 17];
+	struct fuse_in_header *in = (struct fuse_in_header *)buf;
+	const char *arg = buf + sizeof(*in);
+	ssize_t n = read(fuse_fd, buf, sizeof(buf) - 1);
+
+	if (n < 0)
+		return -errno;
+	if ((size_t)n < sizeof(*in) || in->len != (size_t)n)
+		return -EPROTO;
+	buf[n] = '\0';
+	switch (in->opcode) {
+	case FUSE_INIT: {
+		const struct fuse_init_in *i = (const void *)arg;
+		struct fuse_init_out o = { .major = FUSE_KERNEL_VERSION,
+					   .minor = FUSE_KERNEL_MINOR_VERSION,
+					   .max_readahead = i->max_readahead,
+					   .max_write = 4096,
+					   .time_gran = 1 };
+
+		return fuse_reply(in->unique, 0, &o, sizeof(o));
+	}
+	case FUSE_LOOKUP: {
+		/* entry_valid and attr_valid 0: nothing cached. */
+		struct fuse_entry_out o = { .nodeid = FUSE_FILE_ID,
+					    .generation = 1 };
+
+		if (in->nodeid != FUSE_ROOT_ID || strcmp(arg, FUSE_NAME))
+			return fuse_reply(in->unique, ENOENT, NULL, 0);
+		fuse_attr_of(FUSE_FILE_ID, &o.attr);
+		return fuse_reply(in->unique, 0, &o, sizeof(o));
+	}
+	case FUSE_GETATTR: {
+		struct fuse_attr_out o = { .attr_valid = 0 };
+
+		fuse_attr_of(in->nodeid, &o.attr);
+		return fuse_reply(in->unique, 0, &o, sizeof(o));
+	}
+	case FUSE_OPEN: {
+		struct fuse_open_out o = { .fh = 1 };
+
+		return fuse_reply(in->unique, 0, &o, sizeof(o));
+	}
+	case FUSE_FLUSH:
+	case FUSE_RELEASE:
+		return fuse_reply(in->unique, 0, NULL, 0);
+	case FUSE_FORGET:
+	case FUSE_BATCH_FORGET:
+	case FUSE_INTERRUPT:
+		return 0;
+	default:
+		return fuse_reply(in->unique, ENOSYS, NULL, 0);
+	}
+}
+
+/*
+ * A process that opens FUSE_NAME and holds it, and holds @l's chunk at
+ * a higher fd, so that a walk of its fds (in order) comes to the FUSE
+ * file before the chunk. The test serves its requests until it has the
+ * file open, and from then on answers nothing more: the holder's fd
+ * number for the FUSE file.
+ */
+static int fuse_hold(const struct lease *l)
+{
+	double deadline = test_mono_now() + ANSWER_MAX_S;
+	pid_t test = getpid();
+	int ready[2], fd = -1;
+	char path[128];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", fuse_dir, FUSE_NAME);
+	cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
+	fuse_holder = fork();
+	cr_assert_neq(fuse_holder, -1);
+	if (!fuse_holder) {
+		int chunk;
+
+		/* The connection ends with the test's fd alone. */
+		close(fuse_fd);
+		close(ready[0]);
+		/* The chunk's fd, not the connection: the lease ends. */
+		close(l->sock);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != test)
+			_exit(1);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		chunk = fd < 0 ? -1 : fcntl(l->fds[0], F_DUPFD_CLOEXEC, fd + 1);
+		if (chunk < 0 || close(l->fds[0]) ||
+		    write(ready[1], &fd, sizeof(fd)) != sizeof(fd))
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	for (;;) {
+		struct pollfd p[2] = { { fuse_fd, POLLIN, 0 },
+				       { ready[0], POLLIN, 0 } };
+		double left = deadline - test_mono_now();
+		int ret;
+
+		cr_assert_gt(left, 0, "%s not open after %d s", path,
+			     ANSWER_MAX_S);
+		if (poll(p, 2, (int)(left * 1e3) + 1) < 0) {
+			cr_assert_eq(errno, EINTR, "poll: %s", strerror(errno));
+			continue;
+		}
+		if (p[0].revents & POLLIN) {
+			ret = fuse_serve_one();
+			cr_assert_eq(ret, 0, "serving FUSE: %s",
+				     strerror(-ret));
+		}
+		if (p[1].revents)
+			break;
+	}
+	n = read(ready[0], &fd, sizeof(fd));
+	close(ready[0]);
+	cr_assert_eq(n, (ssize_t)sizeof(fd), "the holder could not open %s",
+		     path);
+	return fd;
+}
+
+/*
+ * The proof that the test would catch a walk that calls into the file's
+ * filesystem: what the walk did before (lib/holders.c, before it read
+ * fdinfo), a stat() of /proc/PID/fd/N, of the holder's FUSE fd, has not
+ * returned half a second on, and a request waits on /dev/fuse. Killed
+ * then, while its request is still unread: a request the server has
+ * read holds its caller until answered, whatever signal comes.
+ */
+static void fuse_stat_blocks(pid_t holder, int fd)
+{
+	struct pollfd p = { fuse_fd, POLLIN, 0 };
+	char path[64];
+	pid_t r;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)holder, fd);
+	fuse_prober = fork();
+	cr_assert_neq(fuse_prober, -1);
+	if (!fuse_prober) {
+		struct stat st;
+
+		close(fuse_fd);
+		_exit(stat(path, &st) ? 1 : 0);
+	}
+	usleep(500000);
+	r = waitpid(fuse_prober, NULL, WNOHANG);
+	if (r == fuse_prober)
+		fuse_prober = -1;
+	cr_assert_eq(
+		r, 0,
+		"a stat() of %s returned though its FUSE server no longer answers",
+		path);
+	cr_assert_eq(poll(&p, 1, 0), 1, "no FUSE request waits for the stat()");
+	kill(fuse_prober, SIGKILL);
+	cr_assert(reap(&fuse_prober, NULL, ANSWER_MAX_S));
+}
+
+/*
+ * A connection to zvmmd whose reads give up after ANSWER_MAX_S: a zvmmd
+ * that froze fails the test instead of wedging it.
+ */
+static int connect_bounded(void)
+{
+	struct timeval tv = { .tv_sec = ANSWER_MAX_S };
+	int fd = test_zvmmd_connect(sock);
+
+	cr_assert_geq(fd, 0, "connect %s: %s", sock, strerror(errno));
+	cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)),
+		     0);
+	return fd;
+}
+
+/* A STATUS's text in @out: the seconds it took, or -1 without answer. */
+static double status_bounded(char *out, size_t len)
+{
+	static char buf[ZVMMD_MSG_MAX];
+	double t0 = test_mono_now();
+	int fd = connect_bounded();
+	struct zvmmd_msg m;
+	ssize_t n;
+
+	cr_assert_eq(send_msg(fd, ZVMMD_STATUS, NULL, 0), 0);
+	n = recv(fd, buf, sizeof(buf), 0);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	cr_assert_eq(zvmmd_parse(buf, (size_t)n, &m), 0);
+	cr_assert_eq(m.type, ZVMMD_STATUS_OK);
+	snprintf(out, len, "%.*s", (int)m.len, (const char *)m.body);
+	return test_mono_now() - t0;
+}
+
+/*
+ * A LEASE of 16 MiB, given back at once: the seconds it took to be
+ * answered (refused is an answer too, as in answer_time()), or -1
+ * without a well-formed answer.
+ */
+static double lease_bounded(void)
+{
+	struct zvmmd_lease_req req = { .bytes = 16 * SZ_1M,
+				       .page_bytes = SZ_2M,
+				       .node = -1 };
+	double t0 = test_mono_now(), t;
+	static struct lease l;
+
+	memset(&l, 0, sizeof(l));
+	l.sock = connect_bounded();
+	cr_assert_eq(send_msg(l.sock, ZVMMD_LEASE, &req, sizeof(req)), 0);
+	if (recv_reply(l.sock, &l)) {
+		close(l.sock);
+		return -1;
+	}
+	t = test_mono_now() - t0;
+	cr_assert(!l.err || l.err == ENOMEM, "%s", l.msg);
+	lease_close(&l);
+	return t;
+}
+
+/*
+ * R4b: any user who can mount FUSE opens a file of a server that then
+ * stops answering, and keeps the fd; the holder scan at a lease's end,
+ * and at each recheck, walks that process's fds. LEASE and STATUS are
+ * answered within 2 s meanwhile (in milliseconds: the loop walks 250 ms
+ * at most), the walk still finds the chunk held past the FUSE file, and
+ * SIGTERM ends zvmmd within 3 s.
+ *
+ * Shaped to fail with a walk that stat()s through /proc/PID/fd/N, as
+ * lib/holders.c did before it read fdinfo: the FUSE file's fd is below
+ * the chunk's, so that walk meets it before it finds what it looks for;
+ * the kernel keeps no attributes of the file, so the stat is a GETATTR
+ * that no one reads, and it waits for ever (fuse_stat_blocks() checks
+ * that it does). That walk ran in the loop at the lease's end, so the
+ * next LEASE or STATUS got no answer within ANSWER_MAX_S, and SIGTERM,
+ * read from a signalfd by that loop, ended nothing.
+ */
+Test(zvmmd_holders, a_fuse_file_that_stops_answering_holds_up_nothing)
+{
+	char text[16384], pat[48];
+	double worst = 0, t0, t;
+	struct lease l;
+	int fd, status = -1;
+
+	fuse_start();
+	lease_ask(&l, 16 * SZ_1M);
+	cr_assert_eq(l.err, 0, "%s", l.msg);
+	cr_assert_eq(l.n, 1);
+	fd = fuse_hold(&l);
+	fuse_stat_blocks(fuse_holder, fd);
+	/* The lease ends: a walk at its end, then one each recheck. */
+	lease_close(&l);
+	for (t0 = test_mono_now(); test_mono_now() - t0 < 3;) {
+		t = lease_bounded();
+		cr_assert_geq(t, 0, "a LEASE had no answer in %d s",
+			      ANSWER_MAX_S);
+		worst = t > worst ? t : worst;
+		t = status_bounded(text, sizeof(text));
+		cr_assert_geq(t, 0, "a STATUS had no answer in %d s",
+			      ANSWER_MAX_S);
+		worst = t > worst ? t : worst;
+	}
+	cr_log_info("the slowest LEASE or STATUS took %.1f ms", worst * 1e3);
+	cr_assert_lt(worst, 2.0,
+		     "a LEASE or STATUS took %.0f ms while a FUSE file is held",
+		     worst * 1e3);
+	/* The walk read the holder's fds past the FUSE file's: not given up. */
+	snprintf(pat, sizeof(pat), "\"holder_pid\":%d", (int)fuse_holder);
+	for (t0 = test_mono_now();
+	     !strstr(text, pat) && test_mono_now() - t0 < ANSWER_MAX_S;) {
+		usleep(10000);
+		cr_assert_geq(status_bounded(text, sizeof(text)), 0);
+	}
+	cr_assert(strstr(text, pat),
+		  "the chunk is not quarantined as held by pid %d: %s",
+		  (int)fuse_holder, text);
+	t0 = test_mono_now();
+	kill(daemon_pid, SIGTERM);
+	cr_assert(reap(&daemon_pid, &status, ANSWER_MAX_S),
+		  "SIGTERM did not end zvmmd in %d s", ANSWER_MAX_S);
+	t = test_mono_now() - t0;
+	cr_log_info("SIGTERM ended zvmmd in %.0f ms", t * 1e3);
+	cr_assert_lt(t, 3.0, "SIGTERM took %.1f s", t);
+	cr_assert(WIFEXITED(status) && !WEXITSTATUS(status));
+	fuse_end();
 }
