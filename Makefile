@@ -211,7 +211,8 @@ install: all
 	install -m 0644 dist/zvmmd.conf $(DESTDIR)$(SYSCONFDIR)/zvmm/zvmmd.conf
 	install -m 0644 dist/systemd/zvmmd.service dist/systemd/zvmmd.socket \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/
-	install -m 0644 docs/zvmmd-protocol.md $(DESTDIR)$(DOCDIR)/
+	install -m 0644 docs/zvmmd-protocol.md docs/zvmmd-status.schema.json \
+		$(DESTDIR)$(DOCDIR)/
 	install -m 0644 man/zvmmd.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 man/zvmmd.conf.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 $(LIBZ_SO) $(DESTDIR)$(LIBDIR)/
@@ -237,6 +238,7 @@ uninstall:
 		$(DESTDIR)$(SYSTEMDUNITDIR)/zvmmd.service \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/zvmmd.socket \
 		$(DESTDIR)$(DOCDIR)/zvmmd-protocol.md \
+		$(DESTDIR)$(DOCDIR)/zvmmd-status.schema.json \
 		$(DESTDIR)$(MANDIR)/man8/zvmmd.8 $(DESTDIR)$(MANDIR)/man5/zvmmd.conf.5
 	-rmdir $(DESTDIR)$(SYSCONFDIR)/zvmm $(DESTDIR)$(DOCDIR) 2>/dev/null
 	rm -f $(DESTDIR)$(BINDIR)/zvmm \
@@ -330,8 +332,16 @@ $(O)/tools/stats-schema: tools/stats-schema.c $(O)/api/stats.o
 	$(quiet) CC $@
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(shell pkg-config --libs json-c)
 
-schema: $(O)/tools/stats-schema
-	$(Q)$< >docs/stats.schema.json
+# docs/zvmmd-status.schema.json likewise, from lib/zvmmd_status.h's rows.
+$(O)/tools/zvmmd-status-schema: tools/zvmmd-status-schema.c \
+		$(O)/lib/zvmmd_status.o $(O)/lib/size.o
+	@mkdir -p $(dir $@)
+	$(quiet) CC $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(shell pkg-config --libs json-c)
+
+schema: $(O)/tools/stats-schema $(O)/tools/zvmmd-status-schema
+	$(Q)$(O)/tools/stats-schema >docs/stats.schema.json
+	$(Q)$(O)/tools/zvmmd-status-schema >docs/zvmmd-status.schema.json
 
 # The device model is unit-tested without KVM (tests/test_devices.c).
 $(O)/tests/zvmm-tests: $(TEST_OBJS) $(CORE_OBJS) $(O)/vmm/devices.o \

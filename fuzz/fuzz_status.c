@@ -13,7 +13,8 @@
  * and no byte that is not printable ASCII but the newlines. Every row is
  * checked before use: the status written back, with any one member of
  * zvmmd's, its first pool's, lease's or quarantined chunk's set to true
- * or removed, is refused naming that member. A refusal says why, and
+ * or removed, is refused naming that member, but a member added since
+ * zvmmd 0.1.0 removed, which is read as an older zvmmd's reply. A refusal says why, and
  * frees what was read.
  */
 #include <errno.h>
@@ -199,16 +200,33 @@ static void check_table(const struct zvmmd_status *s)
 				 (long long)p->node);
 		fuzz_assert(tok && !strcmp(tok, want),
 			    "pool %zu: node column '%s', not %s", i, tok, want);
+		if (p->unseen_bytes > 0) {
+			next_line(out, &pos, line, sizeof(line));
+			fuzz_assert(!strncmp(line, "  unseen: ", 10),
+				    "pool %zu unseen: '%s'", i, line);
+		}
 		for (size_t k = 0; k < p->leases.nr; k++) {
 			next_line(out, &pos, line, sizeof(line));
 			fuzz_assert(!strncmp(line, "  lease ", 8),
 				    "pool %zu lease %zu: '%s'", i, k, line);
+		}
+		if (p->leases_total > (int64_t)p->leases.nr) {
+			next_line(out, &pos, line, sizeof(line));
+			fuzz_assert(strstr(line, " more leases, not listed"),
+				    "pool %zu: '%s'", i, line);
 		}
 		for (size_t k = 0; k < p->quarantined.nr; k++) {
 			next_line(out, &pos, line, sizeof(line));
 			fuzz_assert(!strncmp(line, "  quarantined ", 14),
 				    "pool %zu quarantined %zu: '%s'", i, k,
 				    line);
+		}
+		if (p->quarantined_total > (int64_t)p->quarantined.nr) {
+			next_line(out, &pos, line, sizeof(line));
+			fuzz_assert(
+				strstr(line,
+				       " more quarantined chunks, not listed"),
+				"pool %zu: '%s'", i, line);
 		}
 	}
 	fuzz_assert(pos == len, "more lines: '%s'", out + pos);
@@ -231,6 +249,9 @@ static void check_as_read(const struct zvmmd_status_object *t, const void *o,
 		json_object *out = json_object_object_get(mine, row->name);
 		char sub[160];
 
+		/* An older zvmmd's: taken from what it sent, in range. */
+		if (!in && zvmmd_status_added(t, row->name))
+			continue;
 		fuzz_assert(in, "%s%s read, not in the input", path, row->name);
 		switch (row->kind) {
 		case ZVMMD_STATUS_INT:
@@ -276,6 +297,7 @@ static void check_as_read(const struct zvmmd_status_object *t, const void *o,
  * either way the text is refused, naming @path.
  */
 static void spoil(json_object *root, json_object *o,
+		  const struct zvmmd_status_object *t,
 		  const struct zvmmd_status_row *row, const char *path)
 {
 	struct zvmmd_status s;
@@ -296,6 +318,11 @@ static void spoil(json_object *root, json_object *o,
 		ret = zvmmd_status_parse(text, strlen(text), &s, err,
 					 sizeof(err));
 		zvmmd_status_free(&s);
+		if (k && zvmmd_status_added(t, row->name)) {
+			fuzz_assert(!ret, "%s removed: %d '%s'", path, ret,
+				    err);
+			continue;
+		}
 		fuzz_assert(ret == -EPROTO &&
 				    !strncmp(err, path, strlen(path)) &&
 				    err[strlen(path)] == ':',
@@ -316,7 +343,7 @@ static void spoil_object(json_object *root, json_object *o,
 		json_object *l;
 
 		snprintf(path, sizeof(path), "%s%s", prefix, row->name);
-		spoil(root, o, row, path);
+		spoil(root, o, t, row, path);
 		if (row->kind != ZVMMD_STATUS_LIST)
 			continue;
 		l = json_object_object_get(o, row->name);

@@ -234,16 +234,54 @@ static int read_list(struct reader *r, const struct zvmmd_status_row *row,
 	return ret;
 }
 
+/*
+ * A pool's members added since zvmmd 0.1.0: an older zvmmd does not send
+ * them, and the reader takes them from what it did send (pool_added()).
+ * Each is an INT from 0, so -1 says absent until then.
+ */
+static const char *const pool_added[] = { "unseen_bytes", "zero_bytes",
+					  "filling_bytes", "leases_total",
+					  "quarantined_total" };
+
+bool zvmmd_status_added(const struct zvmmd_status_object *t, const char *name)
+{
+	if (t != &obj_pool)
+		return false;
+	for (size_t i = 0; i < sizeof(pool_added) / sizeof(pool_added[0]); i++)
+		if (!strcmp(pool_added[i], name))
+			return true;
+	return false;
+}
+
+static void pool_fill_added(struct zvmmd_status_pool *p)
+{
+	if (p->unseen_bytes < 0)
+		p->unseen_bytes = 0;
+	if (p->zero_bytes < 0)
+		p->zero_bytes = p->clean_bytes;
+	if (p->filling_bytes < 0)
+		p->filling_bytes = p->dirty_bytes;
+	if (p->leases_total < 0)
+		p->leases_total = (int64_t)p->leases.nr;
+	if (p->quarantined_total < 0)
+		p->quarantined_total = (int64_t)p->quarantined.nr;
+}
+
 static int read_object(struct reader *r, const struct zvmmd_status_object *t,
 		       json_object *o, void *out)
 {
 	for (unsigned int i = 0; i < t->nr; i++) {
 		const struct zvmmd_status_row *row = &t->rows[i];
 		char *at = (char *)out + row->off;
-		json_object *v;
+		json_object *v = NULL;
+		bool have = json_object_object_get_ex(o, row->name, &v);
 		int ret = 0;
 
-		if (!json_object_object_get_ex(o, row->name, &v))
+		if (!have && zvmmd_status_added(t, row->name)) {
+			*(int64_t *)(void *)at = -1;
+			continue;
+		}
+		if (!have)
 			return fail(r, row->name, "missing from the %s",
 				    t->name);
 		switch (row->kind) {
@@ -264,6 +302,8 @@ static int read_object(struct reader *r, const struct zvmmd_status_object *t,
 		if (ret)
 			return ret;
 	}
+	if (t == &obj_pool)
+		pool_fill_added(out);
 	return 0;
 }
 
@@ -415,7 +455,7 @@ static void print_pool(const struct zvmmd_status_pool *p, FILE *f)
 {
 	const struct zvmmd_status_lease *l = p->leases.v;
 	const struct zvmmd_status_quarantined *q = p->quarantined.v;
-	char page[24], node[24], chunk[24], clean[24], dirty[24], leased[24];
+	char page[24], node[24], chunk[24], zero[24], filling[24], leased[24];
 	char quar[24], name[256], comm[64];
 
 	if (p->node < 0)
@@ -425,8 +465,9 @@ static void print_pool(const struct zvmmd_status_pool *p, FILE *f)
 	fprintf(f, "%-6s %-5s %-10s %-10s %-10s %-10s %-12s %.1f GB/s\n",
 		size_label((uint64_t)p->page_bytes, page, sizeof(page)), node,
 		size_human((uint64_t)p->chunk_bytes, chunk, sizeof(chunk)),
-		size_human((uint64_t)p->clean_bytes, clean, sizeof(clean)),
-		size_human((uint64_t)p->dirty_bytes, dirty, sizeof(dirty)),
+		size_human((uint64_t)p->zero_bytes, zero, sizeof(zero)),
+		size_human((uint64_t)p->filling_bytes, filling,
+			   sizeof(filling)),
 		size_human((uint64_t)p->leased_bytes, leased, sizeof(leased)),
 		size_human((uint64_t)p->quarantined_bytes, quar, sizeof(quar)),
 		p->scrub_gbps);
@@ -466,8 +507,98 @@ void zvmmd_status_print(const struct zvmmd_status *s, FILE *f)
 	fprintf(f, "zvmmd %s, pid %lld\n",
 		shown(s->version, version, sizeof(version)), (long long)s->pid);
 	fprintf(f, "%-6s %-5s %-10s %-10s %-10s %-10s %-12s %s\n", "pages",
-		"node", "chunk", "clean", "dirty", "leased", "quarantined",
+		"node", "chunk", "zero", "filling", "leased", "quarantined",
 		"fill rate");
 	for (size_t i = 0; i < s->pools.nr; i++)
 		print_pool(&p[i], f);
+}
+
+/* --------------------------------------------------------------- schema */
+
+static json_object *schema_row(const struct zvmmd_status_object *t,
+			       const struct zvmmd_status_row *row);
+
+static json_object *schema_object(const struct zvmmd_status_object *t)
+{
+	json_object *o = json_object_new_object();
+	json_object *props = json_object_new_object();
+	json_object *req = json_object_new_array();
+
+	json_object_object_add(o, "type", json_object_new_string("object"));
+	for (unsigned int i = 0; i < t->nr; i++) {
+		json_object_object_add(props, t->rows[i].name,
+				       schema_row(t, &t->rows[i]));
+		if (!zvmmd_status_added(t, t->rows[i].name))
+			json_object_array_add(
+				req, json_object_new_string(t->rows[i].name));
+	}
+	json_object_object_add(o, "properties", props);
+	json_object_object_add(o, "required", req);
+	/* New members appear without a new protocol version. */
+	json_object_object_add(o, "additionalProperties",
+			       json_object_new_boolean(1));
+	return o;
+}
+
+static json_object *schema_row(const struct zvmmd_status_object *t,
+			       const struct zvmmd_status_row *row)
+{
+	json_object *p = json_object_new_object();
+	char what[512];
+
+	switch (row->kind) {
+	case ZVMMD_STATUS_INT:
+		json_object_object_add(p, "type",
+				       json_object_new_string("integer"));
+		json_object_object_add(p, "minimum",
+				       json_object_new_int64(row->lo));
+		json_object_object_add(p, "maximum",
+				       json_object_new_int64(row->hi));
+		break;
+	case ZVMMD_STATUS_NUMBER:
+		json_object_object_add(p, "type",
+				       json_object_new_string("number"));
+		json_object_object_add(p, "minimum",
+				       json_object_new_double(row->dlo));
+		json_object_object_add(p, "maximum",
+				       json_object_new_double(row->dhi));
+		break;
+	case ZVMMD_STATUS_STRING:
+		/* maxLength counts characters: at most the bytes. */
+		json_object_object_add(p, "type",
+				       json_object_new_string("string"));
+		json_object_object_add(p, "maxLength",
+				       json_object_new_int64(row->hi));
+		break;
+	case ZVMMD_STATUS_LIST:
+		json_object_object_add(p, "type",
+				       json_object_new_string("array"));
+		json_object_object_add(p, "items", schema_object(row->list));
+		break;
+	}
+	snprintf(what, sizeof(what), "%s%s", row->what,
+		 zvmmd_status_added(t, row->name) ?
+			 " (since zvmmd 0.2.0; absent from an older one's)" :
+			 "");
+	json_object_object_add(p, "description", json_object_new_string(what));
+	return p;
+}
+
+json_object *zvmmd_status_json_schema(void)
+{
+	json_object *root = json_object_new_object();
+	json_object *o = schema_object(&zvmmd_status_schema);
+
+	json_object_object_add(
+		root, "$schema",
+		json_object_new_string(
+			"https://json-schema.org/draft/2020-12/schema"));
+	json_object_object_add(
+		root, "title",
+		json_object_new_string(
+			"zvmmd's STATUS_OK (docs/zvmmd-protocol.md), and zvmm pool status --json"));
+	json_object_object_foreach(o, key, val)
+		json_object_object_add(root, key, json_object_get(val));
+	json_object_put(o);
+	return root;
 }

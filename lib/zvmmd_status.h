@@ -2,9 +2,12 @@
 #ifndef ZVMM_LIB_ZVMMD_STATUS_H
 #define ZVMM_LIB_ZVMMD_STATUS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include <json-c/json.h>
 
 /*
  * STATUS_OK's JSON, read against its schema (docs/zvmmd-protocol.md,
@@ -21,8 +24,12 @@
  *   LIST    an array of objects of the table named lo, a
  *           struct zvmmd_status_list.
  *
- * Every row is required: zvmmd sends them all. Members no row names are
- * skipped, as new ones appear without a new protocol version.
+ * Every row is required, zvmmd sends them all, but for those added since
+ * zvmmd 0.1.0 (unseen_bytes, zero_bytes, filling_bytes, leases_total,
+ * quarantined_total), which a reader takes from what an older zvmmd sent
+ * when they are absent (0; clean_bytes, dirty_bytes; the lists' lengths).
+ * Members no row names are skipped, as new ones appear without a new
+ * protocol version.
  */
 
 /* One object of the reply's leases: a LEASE being served. */
@@ -48,8 +55,12 @@
 	X(INT, page_bytes, 4096, 1LL << 34, "its page size in bytes")         \
 	X(INT, node, -1, 1023, "the NUMA node its chunks are on, -1 for any") \
 	X(INT, chunk_bytes, 1, INT64_MAX, "the length of a chunk it makes")   \
-	X(INT, clean_bytes, 0, INT64_MAX, "zeroed ahead, ready to lease")     \
+	X(INT, clean_bytes, 0, INT64_MAX,                                     \
+	  "zero_bytes's older name, kept for one release")                    \
 	X(INT, dirty_bytes, 0, INT64_MAX,                                     \
+	  "filling_bytes's older name, kept for one release")                 \
+	X(INT, zero_bytes, 0, INT64_MAX, "zeroed ahead, ready to lease")      \
+	X(INT, filling_bytes, 0, INT64_MAX,                                   \
 	  "being filled now: zeroed by zvmmd, no one's data")                 \
 	X(INT, leased_bytes, 0, INT64_MAX, "in leases")                       \
 	X(INT, quarantined_bytes, 0, INT64_MAX,                               \
@@ -139,6 +150,13 @@ struct zvmmd_status_object {
 extern const struct zvmmd_status_object zvmmd_status_schema;
 
 /*
+ * Whether member @name of @t's objects was added since zvmmd 0.1.0: a
+ * reply without it is read, the member then taken from what an older
+ * zvmmd sent (see above).
+ */
+bool zvmmd_status_added(const struct zvmmd_status_object *t, const char *name);
+
+/*
  * Reads the @len bytes of STATUS_OK text at @text (no NUL needed) into
  * @s, which zvmmd_status_free() empties again, also after an error.
  * Returns 0; -EPROTO when the text is not one JSON object (strict JSON;
@@ -162,10 +180,17 @@ int zvmmd_status_json(const struct zvmmd_status *s, char **out)
 	__attribute__((warn_unused_result));
 
 /*
+ * STATUS_OK's JSON Schema (draft 2020-12) from the same rows: what
+ * docs/zvmmd-status.schema.json holds (`make schema`). A new reference;
+ * json_object_put() it.
+ */
+json_object *zvmmd_status_json_schema(void);
+
+/*
  * The table `zvmm pool status` prints: a line for zvmmd, a header, then
- * a row per pool (page size, node, chunk, clean, dirty, leased and
- * quarantined bytes, fill rate), each followed by its leases and
- * quarantined chunks. Names are shown with every byte that is not
+ * a row per pool (page size, node, chunk, zero, filling, leased and
+ * quarantined bytes, fill rate), each followed by what its mount holds
+ * unseen, its leases and quarantined chunks. Names are shown with every byte that is not
  * printable ASCII as '?'.
  */
 void zvmmd_status_print(const struct zvmmd_status *s, FILE *f);

@@ -92,8 +92,10 @@ static int status_pool(const struct zvmmd *d, const struct pool *p,
 	o->page_bytes = (int64_t)cfg->page_bytes;
 	o->node = cfg->node;
 	o->chunk_bytes = (int64_t)cfg->chunk_bytes;
-	o->clean_bytes = (int64_t)p->zero_bytes;
-	o->dirty_bytes = (int64_t)p->filling_bytes;
+	o->zero_bytes = (int64_t)p->zero_bytes;
+	o->filling_bytes = (int64_t)p->filling_bytes;
+	o->clean_bytes = o->zero_bytes;
+	o->dirty_bytes = o->filling_bytes;
 	o->leased_bytes = (int64_t)p->leased_bytes;
 	o->quarantined_bytes = (int64_t)p->quarantined_bytes;
 	o->unseen_bytes = (int64_t)p->unseen_bytes;

@@ -34,6 +34,10 @@ static void setup(void)
 
 static void teardown(void)
 {
+	char path[96];
+
+	snprintf(path, sizeof(path), "%s/reply.json", dir);
+	unlink(path);
 	unlink(sock);
 	unlink(json_path);
 	rmdir(dir);
@@ -115,6 +119,7 @@ static const char reply[] =
 	"{\"version\":\"0.1.0\",\"pid\":4242,\"pools\":["
 	"{\"page_bytes\":2097152,\"node\":1,\"chunk_bytes\":268435456,"
 	"\"clean_bytes\":3221225472,\"dirty_bytes\":268435456,"
+	"\"zero_bytes\":3221225472,\"filling_bytes\":268435456,"
 	"\"leased_bytes\":3221225472,\"quarantined_bytes\":536870912,"
 	"\"unseen_bytes\":0,"
 	"\"low_bytes\":1073741824,\"high_bytes\":4294967296,"
@@ -130,14 +135,16 @@ static const char reply[] =
 	"{\"chunk\":\"chunk-2M-node1-5\",\"bytes\":268435456,"
 	"\"holder_pid\":0,\"holder_comm\":\"?\"}]},"
 	"{\"page_bytes\":2097152,\"node\":0,\"chunk_bytes\":268435456,"
-	"\"clean_bytes\":1073741824,\"dirty_bytes\":0,\"leased_bytes\":0,"
+	"\"clean_bytes\":1073741824,\"dirty_bytes\":0,\"zero_bytes\":1073741824,"
+	"\"filling_bytes\":0,\"leased_bytes\":0,"
 	"\"quarantined_bytes\":0,\"unseen_bytes\":536870912,"
 	"\"low_bytes\":0,\"high_bytes\":1073741824,"
 	"\"max_bytes\":1073741824,\"scrubbed_bytes\":1073741824,"
 	"\"scrub_gbps\":20.25,\"leases_total\":0,\"quarantined_total\":0,"
 	"\"leases\":[],\"quarantined\":[]},"
 	"{\"page_bytes\":1073741824,\"node\":-1,\"chunk_bytes\":1073741824,"
-	"\"clean_bytes\":0,\"dirty_bytes\":0,\"leased_bytes\":0,"
+	"\"clean_bytes\":0,\"dirty_bytes\":0,\"zero_bytes\":0,"
+	"\"filling_bytes\":0,\"leased_bytes\":0,"
 	"\"quarantined_bytes\":0,\"unseen_bytes\":0,"
 	"\"low_bytes\":0,\"high_bytes\":0,"
 	"\"max_bytes\":4294967296,\"scrubbed_bytes\":0,\"scrub_gbps\":0,"
@@ -145,25 +152,153 @@ static const char reply[] =
 	"\"leases\":[],\"quarantined\":[]}],"
 	"\"members_to_come\":{\"zvmm skips\":[1,\"them\"]}}";
 
+/* zvmm pool status of the reply above. */
+static const char want_table[] =
+	"zvmmd 0.1.0, pid 4242\n"
+	"pages  node  chunk      zero       filling    leased     quarantined  fill rate\n"
+	"2M     1     256.0 MiB  3.0 GiB    256.0 MiB  3.0 GiB    512.0 MiB    12.5 GB/s\n"
+	"  lease 7: pid 1234 (qemu-system-x86), uid 1000, 2.0 GiB\n"
+	"  lease 9: pid 1300 (minivmm), uid 0, 1.0 GiB\n"
+	"  1 more leases, not listed\n"
+	"  quarantined chunk-2M-node1-3: 256.0 MiB, held by pid 999 (gdb)\n"
+	"  quarantined chunk-2M-node1-5: 256.0 MiB, held by pid 0 (?)\n"
+	"2M     0     256.0 MiB  1.0 GiB    0 B        0 B        0 B          20.2 GB/s\n"
+	"  unseen: 512.0 MiB in use in its mount beyond the above, held where no scan looks (an fd in flight, a pipe's pages, a previous zvmmd's tenants): counted held, never leased\n"
+	"1G     any   1.0 GiB    0 B        0 B        0 B        0 B          0.0 GB/s\n";
+
 Test(pool_status, table_of_pools_on_nodes_leases_and_quarantined)
 {
-	static const char want[] =
-		"zvmmd 0.1.0, pid 4242\n"
-		"pages  node  chunk      clean      dirty      leased     quarantined  fill rate\n"
-		"2M     1     256.0 MiB  3.0 GiB    256.0 MiB  3.0 GiB    512.0 MiB    12.5 GB/s\n"
-		"  lease 7: pid 1234 (qemu-system-x86), uid 1000, 2.0 GiB\n"
-		"  lease 9: pid 1300 (minivmm), uid 0, 1.0 GiB\n"
-		"  1 more leases, not listed\n"
-		"  quarantined chunk-2M-node1-3: 256.0 MiB, held by pid 999 (gdb)\n"
-		"  quarantined chunk-2M-node1-5: 256.0 MiB, held by pid 0 (?)\n"
-		"2M     0     256.0 MiB  1.0 GiB    0 B        0 B        0 B          20.2 GB/s\n"
-		"  unseen: 512.0 MiB in use in its mount beyond the above, held where no scan looks (an fd in flight, a pipe's pages, a previous zvmmd's tenants): counted held, never leased\n"
-		"1G     any   1.0 GiB    0 B        0 B        0 B        0 B          0.0 GB/s\n";
 	struct test_run r;
 
 	pool_status(reply, (const char *[]){ NULL }, &r);
 	cr_assert_eq(r.status, 0, "exit %d:\n%s", r.status, r.out);
-	cr_assert_str_eq(r.out, want);
+	cr_assert_str_eq(r.out, want_table);
+}
+
+/* @in without any member "@key":N, (an integer member not last). */
+static void strip(const char *in, const char *key, char *out, size_t len)
+{
+	char pat[64];
+	size_t n = 0, plen;
+
+	plen = (size_t)snprintf(pat, sizeof(pat), "\"%s\":", key);
+	while (*in && n + 1 < len) {
+		if (!strncmp(in, pat, plen)) {
+			in += plen;
+			in += strspn(in, "-0123456789");
+			cr_assert_eq(*in, ',', "%s is not followed by ','",
+				     key);
+			in++;
+			continue;
+		}
+		out[n++] = *in++;
+	}
+	out[n] = '\0';
+}
+
+/* The reply as zvmmd 0.1.0 sent it: no member added since. */
+static void older_reply(char *out, size_t len)
+{
+	static const char *const added[] = { "unseen_bytes", "zero_bytes",
+					     "filling_bytes", "leases_total",
+					     "quarantined_total" };
+	char *tmp = malloc(len);
+
+	cr_assert_not_null(tmp);
+	snprintf(out, len, "%s", reply);
+	for (size_t i = 0; i < sizeof(added) / sizeof(added[0]); i++) {
+		strip(out, added[i], tmp, len);
+		snprintf(out, len, "%s", tmp);
+		cr_assert_null(strstr(out, added[i]));
+	}
+	free(tmp);
+}
+
+/*
+ * A zvmmd older than this zvmm (still running after an upgrade) is read:
+ * the members added since come from what it sent (clean_bytes for
+ * zero_bytes, the lists' lengths for the totals, no unseen).
+ */
+Test(pool_status, an_older_zvmmds_status_is_read)
+{
+	static char old[sizeof(reply)];
+	static const char unseen_line[] =
+		"  unseen: 512.0 MiB in use in its mount beyond the above, held where no scan looks (an fd in flight, a pipe's pages, a previous zvmmd's tenants): counted held, never leased\n";
+	static char want[sizeof(want_table)];
+	const char *at = strstr(want_table, unseen_line);
+	struct test_run r;
+
+	cr_assert_not_null(at);
+	snprintf(want, sizeof(want), "%.*s%s", (int)(at - want_table),
+		 want_table, at + strlen(unseen_line));
+	older_reply(old, sizeof(old));
+	pool_status(old, (const char *[]){ NULL }, &r);
+	cr_assert_eq(r.status, 0, "exit %d:\n%s", r.status, r.out);
+	/* Its third lease, another user's, is not counted: none said so. */
+	at = strstr(want, "  1 more leases, not listed\n");
+	cr_assert_not_null(at);
+	snprintf(old, sizeof(old), "%.*s%s", (int)(at - want), want,
+		 at + strlen("  1 more leases, not listed\n"));
+	cr_assert_str_eq(r.out, old);
+}
+
+/*
+ * docs/zvmmd-status.schema.json is the rows' (`make schema`), and a
+ * reply of this zvmmd and of an older one are valid under it, one out
+ * of range is not (python3-jsonschema, `make deps`).
+ */
+#define STATUS_SCHEMA "docs/zvmmd-status.schema.json"
+
+Test(pool_status, the_committed_schema_is_the_rows)
+{
+	json_object *want = zvmmd_status_json_schema();
+	json_object *have = json_object_from_file(STATUS_SCHEMA);
+
+	cr_assert_not_null(have, "cannot read %s (tests run from the tree)",
+			   STATUS_SCHEMA);
+	cr_assert(
+		json_object_equal(want, have),
+		"%s differs from lib/zvmmd_status.h's rows: run `make schema`",
+		STATUS_SCHEMA);
+	json_object_put(want);
+	json_object_put(have);
+}
+
+/* Whether python3-jsonschema takes @json under the schema. */
+static bool schema_valid(const char *json)
+{
+	static const char *py =
+		"import json, sys, jsonschema\n"
+		"jsonschema.validate(json.load(open(sys.argv[1])),"
+		" json.load(open(sys.argv[2])))\n";
+	char path[96], cmd[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/reply.json", dir);
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fputs(json, f);
+	fclose(f);
+	snprintf(cmd, sizeof(cmd), "python3 -c '%s' %s %s >/dev/null 2>&1", py,
+		 path, STATUS_SCHEMA);
+	return !system(cmd);
+}
+
+Test(pool_status, replies_are_valid_under_the_schema)
+{
+	static char old[sizeof(reply)], bad[sizeof(reply) + 8];
+	const char *at = strstr(reply, "\"node\":0,");
+
+	if (system("python3 -c 'import jsonschema' 2>/dev/null"))
+		test_skip(TEST_NEED_TOOL,
+			  "python3-jsonschema missing: make deps");
+	cr_assert(schema_valid(reply), "this zvmmd's reply is not valid");
+	older_reply(old, sizeof(old));
+	cr_assert(schema_valid(old), "zvmmd 0.1.0's reply is not valid");
+	cr_assert_not_null(at);
+	snprintf(bad, sizeof(bad), "%.*s\"node\":5000,%s", (int)(at - reply),
+		 reply, at + strlen("\"node\":0,"));
+	cr_assert_not(schema_valid(bad), "node 5000 passed");
 }
 
 /* --json: the daemon's text as it came, members zvmm skips included. */
@@ -214,7 +349,8 @@ Test(pool_status, names_are_shown_printable)
 	       sizeof(body));
 	pool_status(body, (const char *[]){ NULL }, &r);
 	cr_assert_eq(r.status, 0, "exit %d:\n%s", r.status, r.out);
-	cr_assert_not_null(strstr(r.out, "  lease 9: pid 1300 (?]2;x??[2J?" "?),"),
+	cr_assert_not_null(strstr(r.out, "  lease 9: pid 1300 (?]2;x??[2J?"
+					 "?),"),
 			   "%s", r.out);
 	cr_assert_null(strchr(r.out, 0x1b));
 	cr_assert_null(strchr(r.out, 0x07));

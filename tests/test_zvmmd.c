@@ -367,7 +367,7 @@ DIR_TEST(tenant_after_tenant_reads_zero_never_the_same_chunk)
 	unsigned int nseen = 0;
 	struct stat st;
 
-	wait_status("clean_bytes", 64 * SZ_1M);
+	wait_status("zero_bytes", 64 * SZ_1M);
 	for (int t = 0; t < 6; t++) {
 		struct lease l;
 
@@ -439,7 +439,7 @@ Test(zvmmd, a_fresh_lease_holds_the_filler_back)
 	unsigned int seen = 0;
 	double t0;
 
-	wait_status("clean_bytes", 64 * SZ_1M);
+	wait_status("zero_bytes", 64 * SZ_1M);
 	/*
 	 * 48 MiB: 16 left, under low (32), so the filler wants to fill. t0
 	 * comes before the request, so the lease is no earlier: a status
@@ -450,7 +450,7 @@ Test(zvmmd, a_fresh_lease_holds_the_filler_back)
 	lease_get(&l, 48 * SZ_1M);
 	cr_assert_eq(l.err, 0, "%s", l.msg);
 	for (;;) {
-		long long clean = status_num("clean_bytes");
+		long long clean = status_num("zero_bytes");
 
 		/* The status was answered before this. */
 		if (test_mono_now() - t0 >= 0.08)
@@ -464,7 +464,7 @@ Test(zvmmd, a_fresh_lease_holds_the_filler_back)
 	if (!seen)
 		test_skip(TEST_NEED_TIME, "no look inside 80 ms of the lease");
 	/* Then it fills, back to high. */
-	wait_status("clean_bytes", 64 * SZ_1M);
+	wait_status("zero_bytes", 64 * SZ_1M);
 	lease_put(&l);
 }
 
@@ -479,7 +479,7 @@ Test(zvmmd, a_client_cannot_grow_a_chunk_past_max)
 	struct lease l;
 	int ret;
 
-	wait_status("clean_bytes", 64 * SZ_1M);
+	wait_status("zero_bytes", 64 * SZ_1M);
 	lease_get(&l, 16 * SZ_1M);
 	cr_assert_eq(l.err, 0, "%s", l.msg);
 	cr_assert_eq(ftruncate(l.fds[0], (off_t)(128 * SZ_1M)), 0);
@@ -543,13 +543,13 @@ Test(zvmmd, a_second_zvmmd_on_one_config_is_refused)
 	char log[2048];
 	struct lease l;
 
-	wait_status("clean_bytes", 64 * SZ_1M);
+	wait_status("zero_bytes", 64 * SZ_1M);
 	lease_get(&l, 16 * SZ_1M);
 	cr_assert_eq(l.err, 0, "%s", l.msg);
 	cr_assert_eq(zvmmd_once(conf, log, sizeof(log)), 1, "%s", log);
 	cr_assert(strstr(log, "another zvmmd listens"), "%s", log);
 	/* The first one's chunks and lease are as they were. */
-	cr_assert_eq(status_num("clean_bytes"), 48 * SZ_1M);
+	cr_assert_eq(status_num("zero_bytes"), 48 * SZ_1M);
 	cr_assert_eq(status_num("leased_bytes"), 16 * SZ_1M);
 	cr_assert_eq(nonzero_words(&l), 0);
 	lease_put(&l);
@@ -662,7 +662,7 @@ Test(zvmmd, killed_with_9_and_restarted_trusts_nothing)
 	struct lease l;
 	struct stat st;
 
-	wait_status("clean_bytes", 64 * SZ_1M);
+	wait_status("zero_bytes", 64 * SZ_1M);
 	lease_get(&l, 16 * SZ_1M);
 	cr_assert_eq(l.err, 0, "%s", l.msg);
 	mark(&l);
@@ -672,7 +672,7 @@ Test(zvmmd, killed_with_9_and_restarted_trusts_nothing)
 	daemon_start();
 	/* Its files are gone: the old chunk is no one's to lease. */
 	snprintf(path, sizeof(path), "%s/chunks/2M", dir);
-	wait_status("clean_bytes", 64 * SZ_1M);
+	wait_status("zero_bytes", 64 * SZ_1M);
 	lease_get(&l, 64 * SZ_1M);
 	cr_assert_eq(l.err, 0, "%s", l.msg);
 	cr_assert_not(inode_in(&l, st.st_ino),
@@ -812,7 +812,7 @@ Test(zvmmd, hostile_messages_leave_nothing_behind)
 	int before, after;
 	double t0, closed;
 
-	wait_status("clean_bytes", 64 * SZ_1M);
+	wait_status("zero_bytes", 64 * SZ_1M);
 	before = daemon_fds_alone();
 	t0 = test_mono_now();
 	memset(junk, 0x41, sizeof(junk));
@@ -873,7 +873,7 @@ static int lease_as_nobody(const gid_t *groups, size_t n)
 	int status;
 	pid_t pid;
 
-	wait_status("clean_bytes", 64 * SZ_1M);
+	wait_status("zero_bytes", 64 * SZ_1M);
 	/* Anyone may connect: the daemon's own check is what decides. */
 	cr_assert_eq(chmod(dir, 0711), 0);
 	cr_assert_eq(chmod(sock, 0666), 0);
@@ -960,7 +960,7 @@ Test(zvmmd, launches_lease_under_every_policy, .init = setup_kvm)
 	struct test_run r;
 	char pol[64];
 
-	wait_status("clean_bytes", 64 * SZ_1M);
+	wait_status("zero_bytes", 64 * SZ_1M);
 	for (unsigned int i = 0; i < 3; i++) {
 		snprintf(pol, sizeof(pol), "configs/%s.conf", policies[i]);
 		cr_assert_eq(test_run_zvmm(
@@ -1005,7 +1005,7 @@ Test(zvmmd, the_library_leases_with_zvmm_mem_service)
 	uint64_t bytes, bad = 0;
 	void *addr;
 
-	wait_status("clean_bytes", 64 * SZ_1M);
+	wait_status("zero_bytes", 64 * SZ_1M);
 	mem.flags = ZVMM_MEM_SERVICE;
 	mem.pool_path = sock;
 	cr_assert_eq(zvmm_policy_new(&pol), 0);
@@ -1064,7 +1064,7 @@ Test(zvmmd, a_pool_per_node)
 		sock, dir);
 	fclose(f);
 	daemon_start();
-	wait_status("clean_bytes", 32 * SZ_1M);
+	wait_status("zero_bytes", 32 * SZ_1M);
 	cr_assert_eq(status_num("node"), 0);
 	cr_assert_eq(lease_on_node(16 * SZ_1M, 0, &l), 0, "%s", l.msg);
 	cr_assert_eq(l.rep.zero_bytes, 16 * SZ_1M);

@@ -371,7 +371,7 @@ Test(zvmmd_holders, an_fd_in_flight_is_never_counted_free)
 	struct lease l;
 	int sv[2];
 
-	wait_status("clean_bytes", 32 * SZ_1M);
+	wait_status("zero_bytes", 32 * SZ_1M);
 	lease_ask(&l, MAX);
 	cr_assert_eq(l.err, 0, "%s", l.msg);
 	cr_assert_leq(l.n, 8);
@@ -397,7 +397,7 @@ Test(zvmmd_holders, an_fd_in_flight_is_never_counted_free)
 	close(sv[1]);
 	wait_status("unseen_bytes", 0);
 	wait_status("quarantined_bytes", 0);
-	wait_status("clean_bytes", 32 * SZ_1M);
+	wait_status("zero_bytes", 32 * SZ_1M);
 	lease_never_empty_handed(MAX);
 }
 
@@ -412,7 +412,7 @@ Test(zvmmd_holders, pages_in_a_pipe_are_never_counted_free)
 	int p[2], k = 0;
 	char *m;
 
-	wait_status("clean_bytes", 32 * SZ_1M);
+	wait_status("zero_bytes", 32 * SZ_1M);
 	lease_ask(&l, 16 * SZ_1M);
 	cr_assert_eq(l.err, 0, "%s", l.msg);
 	cr_assert_eq(l.n, 1);

@@ -638,7 +638,7 @@ Test(zvmmd_shared, an_empty_lease_has_its_pages_promised)
 
 	cr_assert_eq(lease_keep(&fd, CHUNK, &cfd), 0, "no lease");
 	cr_assert_geq(cfd, 0);
-	cr_assert_eq(status_num("clean_bytes"), 0, "a chunk was filled ahead");
+	cr_assert_eq(status_num("zero_bytes"), 0, "a chunk was filled ahead");
 	/* In its pool's mount (sized to max), which counts reservations. */
 	snprintf(path, sizeof(path), "%s/chunks/2M", dir);
 	cr_assert_eq(statfs(path, &sf), 0, "%s", path);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * `zvmm pool status`: what zvmmd holds, per page size and node (clean,
+ * `zvmm pool status`: what zvmmd holds, per page size and node (zero,
  * being filled, leased, quarantined, its fill rate) and each lease, from
  * the daemon's STATUS message (docs/zvmmd-protocol.md).
  */
@@ -17,8 +17,8 @@
 static const struct cli_verb pool_verb = {
 	.name = "pool status",
 	.accepts = CLI_JSON | CLI_SOCKET,
-	.what = "Shows what zvmmd holds for each page size and node: clean (zeroed\n"
-		"ahead), dirty (being filled), leased and quarantined bytes, its fill\n"
+	.what = "Shows what zvmmd holds for each page size and node: zero (zeroed\n"
+		"ahead), filling (being zeroed), leased and quarantined bytes, its fill\n"
 		"rate, each lease (pid, command, bytes) and each quarantined chunk\n"
 		"with the process still holding it, and what its mount holds beyond\n"
 		"all that (unseen), where no scan looks.",
