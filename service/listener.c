@@ -43,6 +43,31 @@ bool listener_taken(const struct zvmmd *d)
 	return live;
 }
 
+#ifndef SO_PASSRIGHTS
+#define SO_PASSRIGHTS 83 /* Linux 6.16, include/uapi/asm-generic/socket.h */
+#endif
+
+/*
+ * No peer may send zvmmd a file: with SO_PASSRIGHTS off its sendmsg()
+ * with SCM_RIGHTS fails (EPERM). A file sent would be closed by zvmmd,
+ * and the last close of a file runs its release, which may wait as
+ * long as its sender chose (a TCP socket's SO_LINGER with unsent data
+ * stalled the event loop, and SIGTERM read there, for as long). Set on
+ * the listener, whose new connections inherit it, and on each accepted
+ * one (systemd's socket may have queued connections before). A kernel
+ * without it cannot refuse files: said once, at start.
+ */
+static int listener_refuse_files(int fd, bool say)
+{
+	int off = 0;
+
+	if (!setsockopt(fd, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof(off)))
+		return 0;
+	if (say)
+		pr_warn("this kernel cannot refuse files sent to zvmmd's socket (SO_PASSRIGHTS, Linux 6.16): a peer can make the event loop close a file whose release waits (docs/DESIGN.md, zvmmd)");
+	return -errno;
+}
+
 /* The socket systemd passed, checked to be the kind clients expect. */
 static int listener_passed(struct zvmmd *d)
 {
@@ -124,7 +149,11 @@ static int listener_bind(struct zvmmd *d)
 
 int listener_open(struct zvmmd *d)
 {
-	return listener_activated() ? listener_passed(d) : listener_bind(d);
+	int ret = listener_activated() ? listener_passed(d) : listener_bind(d);
+
+	if (!ret)
+		(void)listener_refuse_files(d->listen_fd, true);
+	return ret;
 }
 
 void listener_close(struct zvmmd *d)
@@ -169,6 +198,7 @@ void listener_accept(struct zvmmd *d)
 			listener_pause(d, strerror(errno));
 		return;
 	}
+	(void)listener_refuse_files(fd, false);
 	if (d->nr_clients >= MAX_CLIENTS) {
 		(void)!send_error(
 			fd, EUSERS,

@@ -672,3 +672,64 @@ Test(zvmmd_shared, an_empty_lease_has_its_pages_promised)
 	close(fd);
 	wait_status("leased_bytes", 0);
 }
+
+#ifndef SO_PASSRIGHTS
+#define SO_PASSRIGHTS 83
+#endif
+
+/*
+ * No peer can send zvmmd a file (issue 28's review): zvmmd would make
+ * the last close of it, whose release may wait as long as the sender
+ * chose (a TCP socket lingering with unsent data stalled the loop for
+ * 19 s, SIGTERM with it). A STATUS carrying an fd is refused by the
+ * kernel at the sender (EPERM), and the connection still serves.
+ */
+Test(zvmmd_shared, no_peer_can_send_zvmmd_a_file)
+{
+	char buf[512], cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { buf, 0 };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	int probe = socket(AF_UNIX, SOCK_SEQPACKET, 0), off = 0, fd, p[2];
+	struct cmsghdr *cm;
+	struct zvmmd_msg m;
+	ssize_t n;
+
+	cr_assert_geq(probe, 0);
+	if (setsockopt(probe, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof(off))) {
+		close(probe);
+		test_skip(
+			TEST_NEED_KERNEL,
+			"SO_PASSRIGHTS (Linux 6.16) to refuse files sent to zvmmd");
+	}
+	close(probe);
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	n = zvmmd_build(buf, sizeof(buf), ZVMMD_STATUS, NULL, 0);
+	cr_assert_gt(n, 0);
+	iov.iov_len = (size_t)n;
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &p[1], sizeof(int));
+
+	fd = test_zvmmd_connect(sock);
+	cr_assert_geq(fd, 0);
+	errno = 0;
+	cr_assert_eq(sendmsg(fd, &mh, MSG_NOSIGNAL), -1,
+		     "zvmmd's socket took a file");
+	cr_assert_eq(errno, EPERM, "%s", strerror(errno));
+	/* The same request without the file is answered. */
+	cr_assert_eq(send(fd, buf, (size_t)n, MSG_NOSIGNAL), n);
+	n = recv(fd, buf, sizeof(buf), MSG_TRUNC);
+	cr_assert_gt(n, 0);
+	cr_assert(n > (ssize_t)sizeof(buf) ||
+			  (!zvmmd_parse(buf, (size_t)n, &m) &&
+			   m.type == ZVMMD_STATUS_OK),
+		  "no STATUS_OK after the refused send");
+	close(fd);
+	close(p[0]);
+	close(p[1]);
+}
