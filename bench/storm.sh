@@ -18,10 +18,28 @@
 # pinned to one core (bench/tools/membw.c) stands in for it, the filler
 # taking the other core at idle priority as it would on a host.
 #
-# Without a usable /dev/kvm no guest boots: the storm and the touch rate
-# are skipped, saying why, and the bandwidth part (no guest in it) runs.
+# Without a usable /dev/kvm no guest boots: the touch rate is skipped,
+# saying why, and the storm measures its memory side alone. N launches,
+# one after another, of a libzvmm tenant (bench/tools/storm-tenant.c) that
+# opens 1 GiB of the storm's pages, three ways:
+#   zvmmd      leased from a zvmmd of this run's own (ZVMM_MEM_SERVICE),
+#              filled to its high watermark before the storm and between
+#              launches, as above
+#   warm pool  a pool file, on_exit = scrub, each launch trusting the
+#              record of the one before
+#   kernel     no zvmm: a private hugetlb mapping, which the kernel zeroes
+#              at each first fault
+# and touches it as the touch guest does (every 2 MiB, 8 lines checked for
+# zero, one write), then exits. Per way: each launch's ready time (inside
+# the tenant, CLOCK_MONOTONIC: open to memory a vCPU may touch), the
+# touches' time, the medians, and the host CPU seconds of the storm
+# (the tenants', and zvmmd's own after the + for the zvmmd row), each
+# beside its ratio to the kernel's, with the CPU and kernel named. The
+# tenants' calibration profile and state records stay in this run's
+# temporary directory. Then the bandwidth part (no guest in it) runs.
 #
-# Usage (root): bench/storm.sh   Environment: N=16, ZVMM, ZVMMD, ELF, MEMBW.
+# Usage (root): bench/storm.sh   Environment: N=16, ZVMM, ZVMMD, ELF, MEMBW,
+# TENANT (the storm's tenant without /dev/kvm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +47,7 @@ ZVMM=${ZVMM:-build/zvmm}
 ZVMMD=${ZVMMD:-build/zvmmd}
 ELF=${ELF:-build/guest/touch.elf}
 MEMBW=${MEMBW:-$(dirname "$ZVMM")/bench/membw}
+TENANT=${TENANT:-$(dirname "$ZVMM")/bench/storm-tenant}
 N=${N:-16}
 CMDLINE="stride=2M verify=8"
 
@@ -42,6 +61,8 @@ if [ -z "$no_kvm" ]; then
 	[ -f "$ELF" ] || { echo "storm.sh: run make first" >&2; exit 2; }
 	command -v qemu-system-x86_64 >/dev/null ||
 		{ echo "storm.sh: needs qemu-system-x86 (make deps)" >&2; exit 3; }
+else
+	[ -x "$TENANT" ] || { echo "storm.sh: run make first" >&2; exit 2; }
 fi
 
 hp=/sys/kernel/mm/hugepages
@@ -51,8 +72,7 @@ if [ -d "$hp/hugepages-1048576kB" ]; then
 	PAGE=1G
 else
 	PAGE=2M
-	[ -n "$no_kvm" ] ||
-		echo "storm.sh: 1 GiB pages skipped: the kernel has no 1 GiB hugetlb pool (no $hp/hugepages-1048576kB); the storm runs on 2 MiB pages"
+	echo "storm.sh: 1 GiB pages skipped: the kernel has no 1 GiB hugetlb pool (no $hp/hugepages-1048576kB); the storm runs on 2 MiB pages"
 fi
 gp=$hp/hugepages-$([ "$PAGE" = 1G ] && echo 1048576 || echo 2048)kB/nr_hugepages
 declare -A saved
@@ -260,8 +280,124 @@ touch_part() {
 		"$(echo "$idle" | median)" "$(echo "$busy" | median)"
 }
 
+# --- without KVM: the storm's memory side, libzvmm tenants
+# One tenant launch ("$@" says the way): its ready ms, '*' after it when
+# zvmmd leased it no zeroed chunk; its touch ms, and ready + touch, appended
+# to $work/touch and $work/total.
+tenant() {
+	local got
+	"$TENANT" --mem 1024 --page "$PAGE" --policy configs/demand.conf \
+		--set "zeroing.profile=$work/cache/calibration.ini" \
+		--set "pool.state_dir=$work/state" "$@" >"$work/tenant.out" \
+		2>"$work/err" ||
+		{ echo "storm.sh: a tenant failed: $(cat "$work/err")" >&2; exit 1; }
+	read -r -a got <"$work/tenant.out"
+	echo "${got[1]}" >>"$work/touch"
+	awk "BEGIN {print ${got[0]} + ${got[1]}}" >>"$work/total"
+	printf '%s' "${got[0]}"
+	[ "${got[2]}" = 0 ] || printf '*'
+	echo
+}
+zvmmd_full() {
+	for _ in $(seq 600); do
+		"$ZVMM" pool status --socket "$work/zvmmd.sock" --json - 2>/dev/null |
+			grep -q "$1" && break
+		sleep 0.05
+	done
+}
+tenant_part() {
+	local n=$(((6 << 30) / $([ "$PAGE" = 1G ] && echo $((1 << 30)) || echo $((2 << 20)))))
+	raise "$gp" "$n"
+	if [ "$(cat "${gp%nr_hugepages}free_hugepages")" -lt "$n" ]; then
+		echo "storm.sh: skipped: the storm's memory side: the kernel could not reserve 6 GiB of $PAGE pages (memory fragmented: reserve them early, or at boot)"
+		return 0
+	fi
+	printf 'launch storm, memory side (no usable /dev/kvm: %s): %d launches of a libzvmm tenant opening 1 GiB of %s pages, each touching every 2 MiB; %s; Linux %s\n' \
+		"$no_kvm" "$N" "$PAGE" \
+		"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" \
+		"$(uname -r)"
+	# The tenants' backend = auto reads a profile of this run's.
+	mkdir -m 0700 "$work/cache" "$work/state"
+	ZVMM_CACHE_DIR=$work/cache ZVMM_STATE_DIR=$work/state \
+		"$ZVMM" calibrate --quiet >/dev/null 2>"$work/err" ||
+		{ echo "storm.sh: zvmm calibrate failed: $(cat "$work/err")" >&2; exit 1; }
+	local -A ready touch total cpu
+	local way c0
+
+	# --- zvmmd, filled to high before the storm and after each launch
+	mkdir -p "$work/chunks"
+	zvmmd_conf "$work/zvmmd.conf" "pages.$PAGE" 3G 3G 4G
+	zvmmd_start "$work/zvmmd.conf"
+	zvmmd_full '"clean_bytes":3221225472'
+	tenant --service "$work/zvmmd.sock" >/dev/null # warm-up
+	zvmmd_full '"clean_bytes":3221225472,"dirty_bytes":0'
+	: >"$work/touch"
+	: >"$work/total"
+	zd0=$(cpu_of "$zpid")
+	zc=0
+	zr=""
+	for _ in $(seq "$N"); do
+		# The tenants' own CPU time, not the status polls' between them.
+		cpu_mark
+		c0=$(cpu_read)
+		zr+=" $(tenant --service "$work/zvmmd.sock")"
+		cpu_mark
+		zc=$(awk "BEGIN {print $zc + $(cpu_read) - $c0}")
+		zvmmd_full '"clean_bytes":3221225472,"dirty_bytes":0'
+	done
+	zcpu=$(awk "BEGIN {print $(cpu_of "$zpid") - $zd0}")
+	zvmmd_stop
+	ready[zvmmd]=$zr
+	touch[zvmmd]=$(median <"$work/touch")
+	total[zvmmd]=$(median <"$work/total")
+	cpu[zvmmd]=$(awk "BEGIN {print $zc + $zcpu}")
+
+	# --- warm pool, scrubbed at each exit; then the kernel's own
+	mkdir -p "$work/mnt"
+	mount -t hugetlbfs -o pagesize="$PAGE" none "$work/mnt"
+	for way in "warm pool" kernel; do
+		local args=(--pool "$work/mnt/pool" --set pool.on_exit=scrub)
+		[ "$way" = kernel ] && args=(--kernel)
+		tenant "${args[@]}" >/dev/null # warm-up
+		: >"$work/touch"
+		: >"$work/total"
+		cpu_mark
+		c0=$(cpu_read)
+		ready[$way]=""
+		for _ in $(seq "$N"); do
+			ready[$way]+=" $(tenant "${args[@]}")"
+		done
+		cpu_mark
+		cpu[$way]=$(awk "BEGIN {print $(cpu_read) - $c0}")
+		touch[$way]=$(median <"$work/touch")
+		total[$way]=$(median <"$work/total")
+	done
+	rm -f "$work/mnt/pool"
+	umount "$work/mnt"
+
+	printf '%-10s %9s %9s %11s %9s %14s %9s  %s\n' "way" "ready ms" "touch ms" \
+		"ready+touch" "x kernel" "host CPU s" "x kernel" "every launch's ready (ms)"
+	for way in zvmmd "warm pool" kernel; do
+		local c
+		c=$(printf '%.2f' "${cpu[$way]}")
+		[ "$way" = zvmmd ] && c=$(printf '%.2f+%.2f' "$zc" "$zcpu")
+		printf '%-10s %9.2f %9.2f %11.2f %9.2f %14s %9s %s\n' "$way" \
+			"$(echo "${ready[$way]//\*/}" | median)" "${touch[$way]}" \
+			"${total[$way]}" \
+			"$(awk "BEGIN {print ${total[$way]} / ${total[kernel]}}")" \
+			"$c" \
+			"$(awk "BEGIN {k = ${cpu[kernel]}; if (k > 0) printf \"%.2f\", ${cpu[$way]} / k; else print \"nan\"}")" \
+			"${ready[$way]}"
+	done
+	echo "ready: in the tenant, open to memory a vCPU may touch (zvmm_guest_open() to zvmm_guest_start(); the kernel: mmap()); touch: every 2 MiB then; medians of $N launches"
+	echo "x kernel: the median ready+touch, and the storm's host CPU s, over the kernel row's"
+	echo "host CPU s: the tenants' user+system; zvmmd's row adds zvmmd's own (its filling) after the +"
+	echo "*: zvmmd had no zeroed chunk for that launch (it got holes the kernel zeroes at first touch)"
+}
+
 if [ -n "$no_kvm" ]; then
-	echo "storm.sh: skipped: the launch storm and a running guest's touch rate: no usable /dev/kvm ($no_kvm)"
+	echo "storm.sh: skipped: a running guest's touch rate, and the storm's launches of guests: no usable /dev/kvm ($no_kvm)"
+	tenant_part
 else
 	storm_part
 fi

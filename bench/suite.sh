@@ -22,12 +22,14 @@
 #     profile scrubs a poisoned NEWUSER_GIB pool of 2 MiB pages at >= 0.9x
 #     the best backend for that memory in the same run;
 #  7. the launch storm (bench/storm.sh): zvmmd's leases against warm pools
-#     and QEMU prealloc, and a guest's touch rate while zvmmd fills.
+#     and QEMU prealloc, and a guest's touch rate while zvmmd fills;
+#     without a usable /dev/kvm its memory side, libzvmm tenants leasing
+#     from zvmmd and opening a warm pool against the kernel's own faults.
 #
 # On the page sizes this machine has: 1G only where the kernel has a
 # 1 GiB hugetlb pool. Without a usable /dev/kvm the guest launches
-# (2 to 5, and the storm's) are skipped, saying so, and the engine part
-# runs: 1, 6, and in place of 2 `zvmm prezero` without a guest, on fresh
+# (2 to 5, and the storm's guests) are skipped, saying so, and the engine
+# part runs: 1, 6, the storm's memory side, and in place of 2 `zvmm prezero` without a guest, on fresh
 # memory and on a warm poisoned pool, at every size. The report lists
 # what was skipped and why.
 #
@@ -132,7 +134,7 @@ PAGES=$have
 . bench/kvm.sh
 NO_KVM=$(kvm_unusable)
 if [ -n "$NO_KVM" ]; then
-	skip "the guest launches (zvmm run and QEMU: launch to ready, fault latency against chunk size, launches without a profile$([ "$SMOKE" = 1 ] || echo ", the launch storm's")): no usable /dev/kvm ($NO_KVM); zvmm prezero without a guest stands in for the launch rows"
+	skip "the guest launches (zvmm run and QEMU: launch to ready, fault latency against chunk size, launches without a profile$([ "$SMOKE" = 1 ] || echo ", the launch storm's guests (its memory side runs)")): no usable /dev/kvm ($NO_KVM); zvmm prezero without a guest stands in for the launch rows"
 else
 	command -v qemu-system-x86_64 >/dev/null || die "needs qemu-system-x86 (make deps)" 3
 	[ -f "$ELF" ] || die "run 'make $ELF' first (or make bench-suite)" 2
