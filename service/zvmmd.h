@@ -221,6 +221,7 @@ struct zvmmd {
 	long holder_pid[ZVMMD_MAX_CHUNKS];
 	char holder_comm[ZVMMD_MAX_CHUNKS][HOLDER_COMM_LEN];
 	/* The loop's own short walk at a lease's end (quarantine.c). */
+	double quick_window, quick_spent; /* QUICK_S's budget, per second */
 	struct holder_file quick_file[ZVMMD_MAX_CHUNKS];
 	long quick_pid[ZVMMD_MAX_CHUNKS];
 	char quick_comm[ZVMMD_MAX_CHUNKS][HOLDER_COMM_LEN];
