@@ -77,11 +77,57 @@ void pool_account(struct pool *p)
  */
 void chunk_retire(struct pool *p, struct chunk *c)
 {
+	chunk_uncharge(c);
 	if (unlinkat(p->dirfd, c->name, 0) && errno != ENOENT)
 		pr_warn("cannot remove chunk %s/%s: %s", p->dir, c->name,
 			strerror(errno));
 	close(c->fd);
 	free(c);
+}
+
+/* @c's charge off its user's share (peers.c frees a user left bare). */
+void chunk_uncharge(struct chunk *c)
+{
+	if (!c->charged_to)
+		return;
+	*c->charged_to -= c->charge;
+	(*c->charged_chunks)--;
+	c->charged_to = NULL;
+	c->charged_chunks = NULL;
+}
+
+/*
+ * A leased or returned chunk cut back to its length: its holder may grow
+ * it through its read-write fd (ftruncate, fallocate past its end, a
+ * shared mapping longer than it), into pages of the pool's max no share
+ * is charged for; a member took all of max that way from a 2 MiB lease.
+ * What lies past a chunk's length was never leased: no guest's memory.
+ * Cut at each recheck and before each lease is made.
+ */
+void chunk_trim(const struct pool *p, struct chunk *c)
+{
+	uint64_t page = p->cfg->page_bytes, end;
+	struct stat st;
+
+	if (fstat(c->fd, &st))
+		return;
+	if ((uint64_t)st.st_size > c->bytes) {
+		if (ftruncate(c->fd, (off_t)c->bytes))
+			pr_warn("chunk %s: cannot cut it back to %llu bytes: %s",
+				c->name, (unsigned long long)c->bytes,
+				strerror(errno));
+		else
+			pr_warn("chunk %s was grown to %lld bytes by its holder: cut back to %llu",
+				c->name, (long long)st.st_size,
+				(unsigned long long)c->bytes);
+	}
+	/* Pages allocated past the end (fallocate FALLOC_FL_KEEP_SIZE). */
+	end = (c->bytes + page - 1) / page * page;
+	if ((uint64_t)st.st_blocks * 512 > end &&
+	    fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)end, (off_t)(INT64_MAX - end)))
+		pr_warn("chunk %s: cannot free the pages past its end: %s",
+			c->name, strerror(errno));
 }
 
 /* A new chunk file of @bytes, no page in it yet. */

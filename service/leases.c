@@ -152,7 +152,8 @@ uint64_t lease_share(const struct zvmmd *d, const struct pool *p)
  * Whether @cl's uid may be charged @need more chunks of @p: root always
  * (bounded by max alone), any other uid up to [service] user_share of
  * the pool's max. Each chunk is charged whole, filled or empty, so that
- * many small leases cannot pass for little. False: refused, *@ret what
+ * many small leases cannot pass for little, and stays charged after its
+ * lease until it is retired (a quarantined chunk is still its user's). False: refused, *@ret what
  * sending the ERROR gave.
  */
 static bool lease_in_share(struct zvmmd *d, struct client *cl,
@@ -166,7 +167,7 @@ static bool lease_in_share(struct zvmmd *d, struct client *cl,
 		return true;
 	*ret = send_error(
 		cl->fd, ENOMEM,
-		"uid %u holds %s of %s pages and this lease would take it past its share, %s ([service] user_share; a lease is charged whole chunks of %s)",
+		"uid %u holds %s of %s pages (leased, or kept after its leases ended) and this lease would take it past its share, %s ([service] user_share; a lease is charged whole chunks of %s)",
 		(unsigned int)cl->uid, size_format(held, a, sizeof(a)),
 		p->label, size_format(share, b, sizeof(b)),
 		size_format(chunk, c, sizeof(c)));
@@ -318,6 +319,7 @@ int lease_make(struct zvmmd *d, struct client *cl,
 	char a[32];
 	int ret;
 
+	chunks_trim(d);
 	p = lease_pool(d, cl, req, &need, &ret);
 	if (!p)
 		return ret;
@@ -325,6 +327,7 @@ int lease_make(struct zvmmd *d, struct client *cl,
 	if (!l)
 		return send_error(cl->fd, ENOMEM, "zvmmd is out of memory");
 	pthread_mutex_lock(&d->lock);
+	pool_account(p);
 	l->pool = p;
 	l->id = ++d->next_lease;
 	ret = lease_take(p, req, need, l, &zero_n);
@@ -344,14 +347,42 @@ int lease_make(struct zvmmd *d, struct client *cl,
 		return ret;
 	}
 	cl->lease = l;
-	l->charged = need * p->cfg->chunk_bytes;
-	cl->user->charged[p - d->pools] += l->charged;
+	for (struct chunk *c = l->chunks; c; c = c->next) {
+		c->charge = p->cfg->chunk_bytes;
+		c->charged_to = &cl->user->charged[p - d->pools];
+		c->charged_chunks = &cl->user->chunks;
+		*c->charged_to += c->charge;
+		cl->user->chunks++;
+	}
 	pr_info("lease %u: %s of %s pages to pid %d (%s), uid %u: %llu filled, %llu empty chunks",
 		l->id, size_format(l->bytes, a, sizeof(a)), p->label,
 		(int)cl->pid, cl->comm, (unsigned int)cl->uid,
 		(unsigned long long)zero_n,
 		(unsigned long long)(l->nr - zero_n));
 	return 0;
+}
+
+/*
+ * Every chunk zvmmd gave out and has not retired cut back to its length
+ * (chunk_trim()): leased, returned, quarantined. In the loop, which
+ * alone moves them.
+ */
+void chunks_trim(struct zvmmd *d)
+{
+	for (struct client *cl = d->clients; cl; cl = cl->next)
+		for (struct chunk *c = cl->lease ? cl->lease->chunks : NULL; c;
+		     c = c->next)
+			chunk_trim(cl->lease->pool, c);
+	for (int k = 0; k < ZVMMD_NR_POOLS; k++) {
+		struct pool *p = &d->pools[k];
+
+		if (!p->cfg->on)
+			continue;
+		for (struct chunk *c = p->returned; c; c = c->next)
+			chunk_trim(p, c);
+		for (struct chunk *c = p->quarantine; c; c = c->next)
+			chunk_trim(p, c);
+	}
 }
 
 /* The lease of a client gone: its chunks to the quarantine. */

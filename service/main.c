@@ -316,6 +316,7 @@ static void zvmmd_free(struct zvmmd *d)
 	filler_stop(d);
 	peers_drop_all(d);
 	pools_close(d);
+	peers_users_sweep(d, true);
 	listener_close(d);
 	if (d->epfd >= 0)
 		close(d->epfd);

@@ -119,12 +119,33 @@ static struct peer_user *user_get(struct zvmmd *d, uid_t uid)
 	return u;
 }
 
-/* A connection of @u's gone: @u freed with its last. */
+/*
+ * Users with no connection and no chunk charged to them freed (@all:
+ * every one, at exit, when no chunk is left).
+ */
+void peers_users_sweep(struct zvmmd *d, bool all)
+{
+	struct peer_user **pp = &d->users, *u;
+
+	while ((u = *pp)) {
+		if (all || (!u->connections && !u->chunks)) {
+			*pp = u->next;
+			free(u);
+			continue;
+		}
+		pp = &u->next;
+	}
+}
+
+/*
+ * A connection of @u's gone: @u freed with its last, unless chunks of
+ * its ended leases are still charged to it (peers_users_sweep() then).
+ */
 static void user_put(struct zvmmd *d, struct peer_user *u)
 {
 	struct peer_user **pp;
 
-	if (--u->connections)
+	if (--u->connections || u->chunks)
 		return;
 	for (pp = &d->users; *pp && *pp != u; pp = &(*pp)->next)
 		;
@@ -349,8 +370,7 @@ void peer_drop(struct zvmmd *d, struct client *cl)
 	if (cl->lease) {
 		pr_info("lease %u of pid %d (%s) ended", cl->lease->id,
 			(int)cl->pid, cl->comm);
-		cl->user->charged[cl->lease->pool - d->pools] -=
-			cl->lease->charged;
+		/* Its chunks stay charged until they are retired. */
 		lease_end(d, cl->lease);
 	}
 	user_put(d, cl->user);

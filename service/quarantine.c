@@ -250,6 +250,8 @@ void quarantine_check(struct zvmmd *d)
 {
 	bool freed = false;
 
+	chunks_trim(d);
+	peers_users_sweep(d, false);
 	pthread_mutex_lock(&d->lock);
 	for (int k = 0; k < ZVMMD_NR_POOLS; k++) {
 		struct pool *p = &d->pools[k];

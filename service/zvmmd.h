@@ -43,6 +43,15 @@ struct chunk {
 	long holder; /* quarantined: who held it at the last look */
 	bool looked; /* a walk has looked for its holders since it came back */
 	char holder_comm[HOLDER_COMM_LEN];
+	/*
+	 * Charged to @charged_to's share of this pool while leased, and
+	 * after, returned or quarantined, until it is retired: a member
+	 * that keeps its chunks mapped past its lease cannot lease its
+	 * share again beside them (chunk_uncharge()).
+	 */
+	uint64_t *charged_to;
+	unsigned int *charged_chunks;
+	uint64_t charge;
 };
 
 /* The memory of one page size on one node: one hugetlbfs mount. */
@@ -86,7 +95,6 @@ struct lease {
 	struct chunk *chunks;
 	unsigned int nr;
 	uint64_t bytes;
-	uint64_t charged; /* against its uid's share: whole chunks */
 };
 
 enum ev_kind {
@@ -142,6 +150,7 @@ struct peer_user {
 	struct peer_user *next;
 	uid_t uid;
 	unsigned int connections;
+	unsigned int chunks; /* charged to it: it outlives its connections */
 	uint64_t charged[ZVMMD_NR_POOLS];
 };
 
@@ -237,6 +246,8 @@ void pool_account(struct pool *p);
 int chunk_create(struct pool *p, uint64_t bytes, struct chunk **out)
 	__attribute__((warn_unused_result));
 void chunk_retire(struct pool *p, struct chunk *c);
+void chunk_uncharge(struct chunk *c);
+void chunk_trim(const struct pool *p, struct chunk *c);
 int chunk_reserve(struct chunk *c);
 int filler_start(struct zvmmd *d) __attribute__((warn_unused_result));
 void filler_stop(struct zvmmd *d);
@@ -246,6 +257,7 @@ void filler_poke(struct zvmmd *d);
 int lease_make(struct zvmmd *d, struct client *cl,
 	       const struct zvmmd_lease_req *req);
 void lease_end(struct zvmmd *d, struct lease *l);
+void chunks_trim(struct zvmmd *d);
 
 /* quarantine.c */
 void quarantine_returned(struct zvmmd *d, struct lease *l);
@@ -272,6 +284,7 @@ void peers_sweep_idle(struct zvmmd *d, struct epoll_event *evs, int from,
 void peers_forget(struct epoll_event *evs, int from, int n,
 		  const struct client *cl);
 void peers_drop_all(struct zvmmd *d);
+void peers_users_sweep(struct zvmmd *d, bool all);
 int send_error(int fd, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -733,3 +733,147 @@ Test(zvmmd_shared, no_peer_can_send_zvmmd_a_file)
 	close(p[0]);
 	close(p[1]);
 }
+
+/* In a member: until its STATUS says @key is @want (10 s at most). */
+static bool member_wait_status(const char *key, long long want)
+{
+	static char text[ZVMMD_MSG_MAX];
+	char pat[64];
+
+	snprintf(pat, sizeof(pat), "\"%s\":%lld,", key, want);
+	for (int i = 0; i < 1000; i++) {
+		if (!status_text(text, sizeof(text)) && strstr(text, pat))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * Its share leased with one chunk's fd kept, the lease ended (that
+ * chunk quarantined: the member holds it), then its share again, then
+ * its share less that chunk: 0 or each errno, in @said[1..3]; @said[0]
+ * whether the quarantine was seen.
+ */
+static int keep_then_lease(int in, int out)
+{
+	int said[4] = { 0 }, fd, fd2, keep = -1;
+
+	said[1] = lease_keep(&fd, MAX / 2, &keep);
+	close(fd);
+	said[0] = member_wait_status("quarantined_bytes", CHUNK);
+	said[2] = lease_on(&fd, MAX / 2);
+	if (!said[2])
+		close(fd);
+	said[3] = lease_on(&fd2, MAX / 2 - CHUNK);
+	if (write(out, said, sizeof(said)) != sizeof(said))
+		return 12;
+	return hold(in);
+}
+
+static int share_again(int in, int out)
+{
+	int fd, ret = lease_on(&fd, MAX / 2);
+
+	if (write(out, &ret, sizeof(ret)) != sizeof(ret))
+		return 12;
+	return hold(in);
+}
+
+/*
+ * The review's A: a member that keeps chunks of an ended lease (mapped,
+ * or an fd) still has them charged to its share, until they are retired:
+ * before, it leased its share again beside them, twice over, and root
+ * was refused. Once it lets go, its share is whole again.
+ */
+Test(zvmmd_shared, chunks_kept_after_a_lease_stay_in_the_members_share)
+{
+	struct member m;
+	int said[4], ret;
+
+	member_start(&m, MEMBER, keep_then_lease);
+	member_read(&m, said, sizeof(said));
+	cr_assert_eq(said[1], 0, "the first lease: errno %d", said[1]);
+	cr_assert(said[0], "the kept chunk was never quarantined");
+	cr_assert_eq(said[2], ENOMEM,
+		     "its share again beside the kept chunk: %d, not ENOMEM",
+		     said[2]);
+	cr_assert_eq(said[3], 0, "its share less the kept chunk: errno %d",
+		     said[3]);
+	member_end(&m);
+	wait_status("quarantined_bytes", 0);
+	wait_status("leased_bytes", 0);
+
+	member_start(&m, MEMBER, share_again);
+	member_read(&m, &ret, sizeof(ret));
+	cr_assert_eq(ret, 0, "its share after it let go: errno %d", ret);
+	member_end(&m);
+}
+
+/*
+ * One chunk leased, grown through its fd (ftruncate to 4 chunks and
+ * every page of them written; then pages fallocated past its end), and
+ * the file's size and pages as zvmmd leaves them after a recheck: @said
+ * holds 0 or an errno of the member's, then the sizes and block bytes.
+ */
+static int grow(int in, int out)
+{
+	long long said[5] = { 0 };
+	int fd, keep = -1;
+	struct stat st;
+	char *m;
+
+	said[0] = lease_keep(&fd, CHUNK, &keep);
+	if (!said[0] && ftruncate(keep, 4 * CHUNK))
+		said[0] = errno;
+	m = said[0] ? MAP_FAILED :
+		      mmap(NULL, 4 * CHUNK, PROT_READ | PROT_WRITE,
+			   MAP_SHARED | MAP_POPULATE, keep, 0);
+	if (!said[0] && m == MAP_FAILED)
+		said[0] = errno;
+	if (!said[0])
+		munmap(m, 4 * CHUNK);
+	usleep(500000);
+	if (!said[0] && !fstat(keep, &st)) {
+		said[1] = st.st_size;
+		said[2] = st.st_blocks * 512;
+	}
+	if (!said[0] && fallocate(keep, FALLOC_FL_KEEP_SIZE, CHUNK, 3 * CHUNK))
+		said[0] = errno;
+	usleep(500000);
+	if (!said[0] && !fstat(keep, &st)) {
+		said[3] = st.st_size;
+		said[4] = st.st_blocks * 512;
+	}
+	if (write(out, said, sizeof(said)) != sizeof(said))
+		return 12;
+	return hold(in);
+}
+
+/*
+ * The review's G: a member grew its one leased chunk through its fd
+ * into all of max, charged one chunk, and root was refused. zvmmd cuts a
+ * chunk back to its length (what lies past it was never leased) at
+ * each recheck and before each lease.
+ */
+Test(zvmmd_shared, a_chunk_grown_by_its_holder_is_cut_back)
+{
+	long long said[5];
+	struct member m;
+	int fd;
+
+	member_start(&m, MEMBER, grow);
+	member_read(&m, said, sizeof(said));
+	cr_assert_eq(said[0], 0, "the member: errno %lld", said[0]);
+	cr_assert_eq(said[1], CHUNK, "grown by ftruncate: %lld bytes", said[1]);
+	cr_assert_eq(said[2], CHUNK, "grown by ftruncate: %lld bytes in pages",
+		     said[2]);
+	cr_assert_eq(said[3], CHUNK, "after fallocate: %lld bytes", said[3]);
+	cr_assert_eq(said[4], CHUNK, "grown by fallocate: %lld bytes in pages",
+		     said[4]);
+	cr_assert_eq(lease_on(&fd, MAX - CHUNK), 0,
+		     "root was refused the rest of max");
+	close(fd);
+	member_end(&m);
+	wait_status("leased_bytes", 0);
+}
