@@ -29,6 +29,8 @@
 #define HUGETLBFS_MAGIC 0x958458f6
 #endif
 
+static uint64_t mount_used(int fd);
+
 /* What @p holds by its books. */
 static uint64_t pool_books(const struct pool *p)
 {
@@ -45,6 +47,31 @@ static uint64_t pool_books(const struct pool *p)
 uint64_t pool_held_bytes(const struct pool *p)
 {
 	return pool_books(p) + p->unseen_bytes;
+}
+
+/*
+ * Ghosts let go, oldest first, while together they hold more than the
+ * mount's unseen bytes: what their holders let go of, or a retire
+ * weighed while the filler allocated (unseen never counts a filling
+ * chunk, so such a ghost goes at the next count).
+ */
+static void ghosts_settle(struct pool *p)
+{
+	uint64_t sum = 0;
+	struct ghost **pp, *g;
+
+	for (g = p->ghosts; g; g = g->next)
+		sum += g->bytes;
+	while (sum > p->unseen_bytes && p->ghosts) {
+		for (pp = &p->ghosts; (*pp)->next; pp = &(*pp)->next)
+			;
+		g = *pp;
+		*pp = NULL;
+		sum -= g->bytes;
+		*g->charged_to -= g->charge;
+		(*g->charged_chunks)--;
+		free(g);
+	}
 }
 
 /*
@@ -68,20 +95,47 @@ void pool_account(struct pool *p)
 	}
 	used = (uint64_t)(sf.f_blocks - sf.f_bfree) * (uint64_t)sf.f_bsize;
 	p->unseen_bytes = used > books ? used - books : 0;
+	ghosts_settle(p);
 }
 
 /*
  * A chunk is gone for good: its name first, so that nothing finds it,
  * then zvmmd's fd; its pages go back to the kernel once no one else holds
- * the file. Called with the lock held (or alone).
+ * the file. Called with the lock held (or alone). A chunk that was
+ * leased is weighed: what its retire did not free (the mount's count
+ * before and after, against its pages) is held by someone no scan sees,
+ * and its charge stays with its user as a ghost.
  */
 void chunk_retire(struct pool *p, struct chunk *c)
 {
-	chunk_uncharge(c);
+	uint64_t used = 0, pages = 0, freed;
+	struct ghost *g;
+	struct stat st;
+
+	if (c->charged_to && p->dirfd >= 0 && !fstat(c->fd, &st)) {
+		pages = (uint64_t)st.st_blocks * 512;
+		used = mount_used(p->dirfd);
+	}
 	if (unlinkat(p->dirfd, c->name, 0) && errno != ENOENT)
 		pr_warn("cannot remove chunk %s/%s: %s", p->dir, c->name,
 			strerror(errno));
 	close(c->fd);
+	if (pages) {
+		uint64_t now = mount_used(p->dirfd);
+
+		freed = used > now ? used - now : 0;
+		g = freed < pages ? calloc(1, sizeof(*g)) : NULL;
+		if (g) {
+			g->bytes = pages - freed;
+			g->charged_to = c->charged_to;
+			g->charged_chunks = c->charged_chunks;
+			g->charge = c->charge;
+			g->next = p->ghosts;
+			p->ghosts = g;
+			c->charged_to = NULL;
+		}
+	}
+	chunk_uncharge(c);
 	free(c);
 }
 
@@ -549,6 +603,12 @@ static void pool_close(struct pool *p, int dirfd)
 	while ((c = p->returned)) {
 		p->returned = c->next;
 		chunk_retire(p, c);
+	}
+	while (p->ghosts) {
+		struct ghost *g = p->ghosts;
+
+		p->ghosts = g->next;
+		free(g);
 	}
 	/*
 	 * Pages still held by tenants keep the mount: the next zvmmd takes

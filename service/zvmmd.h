@@ -54,6 +54,20 @@ struct chunk {
 	uint64_t charge;
 };
 
+/*
+ * A leased chunk retired while something no scan sees still held its
+ * pages (an fd in flight, a pipe's pages): its charge stays on its user
+ * until the mount's unseen bytes fall below what the ghosts hold
+ * (pool_account()), so hiding memory does not make room in a share.
+ */
+struct ghost {
+	struct ghost *next;
+	uint64_t bytes; /* its pages the retire did not free */
+	uint64_t *charged_to;
+	unsigned int *charged_chunks;
+	uint64_t charge;
+};
+
 /* The memory of one page size on one node: one hugetlbfs mount. */
 struct pool {
 	const struct zvmmd_pool_cfg *cfg;
@@ -84,6 +98,7 @@ struct pool {
 	 * pool_account() with the lock held, the books then whole.
 	 */
 	uint64_t unseen_bytes;
+	struct ghost *ghosts; /* newest first */
 };
 
 /* ------------------------------------------------------ leases, peers */

@@ -173,6 +173,41 @@ static int lease_keep(int *fd, uint64_t bytes, int *keep)
 	return m.type == ZVMMD_LEASE_OK ? 0 : -1;
 }
 
+/* The same, every chunk's fd kept in @fds (*@n of them). */
+static int lease_all(int *fd, uint64_t bytes, int *fds, int *n)
+{
+	struct zvmmd_lease_req req = { bytes, SZ_2M, -1, 0 };
+	static char buf[ZVMMD_MSG_MAX];
+	union {
+		char raw[CMSG_SPACE(sizeof(int) * ZVMMD_MAX_CHUNKS)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.raw,
+			     .msg_controllen = sizeof(u.raw) };
+	struct cmsghdr *cm;
+	struct zvmmd_msg m;
+	ssize_t got;
+
+	*n = 0;
+	*fd = test_zvmmd_connect(sock);
+	if (*fd < 0 || send_msg(*fd, ZVMMD_LEASE, &req, sizeof(req)))
+		return -1;
+	got = recvmsg(*fd, &mh, MSG_CMSG_CLOEXEC);
+	if (got <= 0 || zvmmd_parse(buf, (size_t)got, &m))
+		return -1;
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+		for (size_t i = 0;
+		     i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++)
+			memcpy(&fds[(*n)++], CMSG_DATA(cm) + i * sizeof(int),
+			       sizeof(int));
+	if (m.type == ZVMMD_ERROR)
+		return m.error.err;
+	return m.type == ZVMMD_LEASE_OK ? 0 : -1;
+}
+
 /* STATUS on a new connection: its text in @out, 0; -1 for anything else. */
 static int status_text(char *out, size_t len)
 {
@@ -876,4 +911,93 @@ Test(zvmmd_shared, a_chunk_grown_by_its_holder_is_cut_back)
 	close(fd);
 	member_end(&m);
 	wait_status("leased_bytes", 0);
+}
+
+/*
+ * Its share leased, every page written, every chunk's fd sent into a
+ * socket pair of its own and left unread (in flight: no scan sees it),
+ * the lease ended; then its share again; then, the message dropped,
+ * its share again: @said, 0 or each errno.
+ */
+static int hide_then_lease(int in, int out)
+{
+	int said[3] = { -1, -1, -1 }, fd, sv[2], n = 0;
+	static int cfd[ZVMMD_MAX_CHUNKS];
+	union {
+		char raw[CMSG_SPACE(sizeof(int) * 16)];
+		struct cmsghdr align;
+	} u;
+	char byte = 'x';
+	struct iovec iov = { &byte, 1 };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.raw };
+	struct cmsghdr *cm;
+
+	said[0] = lease_all(&fd, MAX / 2, cfd, &n);
+	if (said[0] || n > 16 ||
+	    socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv))
+		return 11;
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		char *m;
+
+		if (fstat(cfd[i], &st))
+			return 13;
+		m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_POPULATE, cfd[i], 0);
+		if (m == MAP_FAILED)
+			return 14;
+		munmap(m, (size_t)st.st_size);
+	}
+	memset(u.raw, 0, sizeof(u.raw));
+	mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)n);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)n);
+	memcpy(CMSG_DATA(cm), cfd, sizeof(int) * (size_t)n);
+	if (sendmsg(sv[0], &mh, 0) != 1)
+		return 15;
+	for (int i = 0; i < n; i++)
+		close(cfd[i]);
+	close(fd);
+	if (!member_wait_status("leased_bytes", 0))
+		return 16;
+	said[1] = lease_on(&fd, MAX / 2);
+	if (!said[1])
+		close(fd);
+	close(sv[0]);
+	close(sv[1]);
+	if (!member_wait_status("unseen_bytes", 0))
+		return 17;
+	said[2] = lease_on(&fd, MAX / 2);
+	if (write(out, said, sizeof(said)) != sizeof(said))
+		return 12;
+	return hold(in);
+}
+
+/*
+ * The review's C: a member hid its leased chunks where no scan looks (an
+ * fd in flight), ended the lease, and leased its share again: the
+ * hidden pages were counted held (unseen) but charged to no one, and
+ * root was refused. A retire that frees less than the chunk's pages
+ * leaves its charge on its user (a ghost) until the mount's unseen
+ * bytes go.
+ */
+Test(zvmmd_shared, memory_hidden_from_the_scan_stays_in_the_members_share)
+{
+	struct member m;
+	int said[3];
+
+	member_start(&m, MEMBER, hide_then_lease);
+	member_read(&m, said, sizeof(said));
+	cr_assert_eq(said[0], 0, "the first lease: errno %d", said[0]);
+	cr_assert_eq(said[1], ENOMEM,
+		     "its share again beside the hidden chunks: %d, not ENOMEM",
+		     said[1]);
+	cr_assert_eq(said[2], 0, "its share once it let go: errno %d", said[2]);
+	member_end(&m);
+	wait_status("leased_bytes", 0);
+	wait_status("unseen_bytes", 0);
 }
