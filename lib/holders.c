@@ -258,10 +258,18 @@ int holders_walk(const struct holder_file *f, unsigned int n, long *pid,
 		 char (*comm)[HOLDER_COMM_LEN], double deadline,
 		 const bool *stop)
 {
+	return holders_walk_from(f, n, pid, comm, deadline, stop, NULL);
+}
+
+int holders_walk_from(const struct holder_file *f, unsigned int n, long *pid,
+		      char (*comm)[HOLDER_COMM_LEN], double deadline,
+		      const bool *stop, long *resume)
+{
 	struct walk w = {
 		.f = f, .n = n, .pid = pid, .deadline = deadline, .stop = stop
 	};
-	long self = (long)getpid();
+	long self = (long)getpid(), from = resume ? *resume : 0, done = from;
+	long at = 0; /* the process being walked when it gave up */
 	struct dirent *de;
 	DIR *proc;
 
@@ -276,12 +284,15 @@ int holders_walk(const struct holder_file *f, unsigned int n, long *pid,
 		long p;
 
 		p = strtol(de->d_name, &end, 10);
-		if (*end || p <= 0 || p == self ||
+		if (*end || p <= from || p == self ||
 		    gave_up(deadline, stop, &w.why))
 			continue;
+		at = p;
 		walk_fds(&w, p);
 		if (w.found < n && !w.why)
 			walk_maps(&w, p);
+		if (!w.why)
+			done = p;
 		for (unsigned int i = 0; i < n && w.found > before; i++)
 			if (pid[i] == p)
 				comm_of(p, comm[i], sizeof(comm[i]));
@@ -290,6 +301,14 @@ int holders_walk(const struct holder_file *f, unsigned int n, long *pid,
 		closedir(proc);
 	free(w.mounts.id);
 	free(w.mounts.dev);
+	/*
+	 * A slice that could not walk even one process whole goes past it
+	 * next time, or no pass would ever end: what that process holds is
+	 * then not seen, as an fd in flight is not (zvmmd weighs what a
+	 * retire frees).
+	 */
+	if (resume)
+		*resume = !w.why ? 0 : done == from && at ? at : done;
 	if (!w.why)
 		return (int)w.found;
 	/* Not looked at everywhere: held by someone not known. */

@@ -46,6 +46,19 @@ int holders_walk(const struct holder_file *f, unsigned int n, long *pid,
 		 char (*comm)[HOLDER_COMM_LEN], double deadline,
 		 const bool *stop);
 
+/*
+ * holders_walk() over the processes after *@resume (pids ascend in
+ * /proc; 0: all of them): one that gives up sets *@resume to the last
+ * process it walked whole, for the next call to go on from (past the
+ * one it was in, when it walked none whole: a process too big for one
+ * call is not seen); one that gets to the end sets it to 0. A file is
+ * free only when walks from 0 to the end, in one or many calls, found
+ * no holder of it.
+ */
+int holders_walk_from(const struct holder_file *f, unsigned int n, long *pid,
+		      char (*comm)[HOLDER_COMM_LEN], double deadline,
+		      const bool *stop, long *resume);
+
 /* holders_walk() of @n files by their stat, with no deadline. */
 unsigned int holders_of(const struct stat *st, unsigned int n, long *pid,
 			char (*comm)[HOLDER_COMM_LEN]);

@@ -328,6 +328,7 @@ static void zvmmd_free(struct zvmmd *d)
 		close(d->listen_fd);
 	if (!joined)
 		return; /* the scan thread may still write to @d */
+	scan_free(d);
 	if (d->scan_efd >= 0)
 		close(d->scan_efd);
 	pthread_cond_destroy(&d->scan_wake);

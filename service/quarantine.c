@@ -22,6 +22,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -48,10 +49,10 @@ static void *scan_thread(void *arg)
 		if (d->scan_stop)
 			break;
 		pthread_mutex_unlock(&d->scan_lock);
-		ret = holders_walk(d->holder_file, d->scan_n, d->holder_pid,
-				   d->holder_comm,
-				   clock_now() + SCAN_DEADLINE_S,
-				   &d->scan_stop);
+		ret = holders_walk_from(d->holder_file, d->scan_n,
+					d->holder_pid, d->holder_comm,
+					clock_now() + SCAN_DEADLINE_S,
+					&d->scan_stop, &d->scan_resume);
 		pthread_mutex_lock(&d->scan_lock);
 		d->scan_ret = ret;
 		d->scan_req = false;
@@ -106,34 +107,89 @@ bool scan_stop(struct zvmmd *d)
 	return true;
 }
 
+/* Room for @n chunks in the scan's arrays; false: none to be had. */
+static bool scan_room(struct zvmmd *d, unsigned int n)
+{
+	unsigned int cap = d->scan_cap ? d->scan_cap : 64;
+	void *a, *b, *c, *e;
+
+	if (n <= d->scan_cap)
+		return true;
+	while (cap < n)
+		cap *= 2;
+	a = realloc(d->scan_chunk, cap * sizeof(*d->scan_chunk));
+	if (a)
+		d->scan_chunk = a;
+	b = realloc(d->holder_file, cap * sizeof(*d->holder_file));
+	if (b)
+		d->holder_file = b;
+	c = realloc(d->holder_pid, cap * sizeof(*d->holder_pid));
+	if (c)
+		d->holder_pid = c;
+	e = realloc(d->holder_comm, cap * sizeof(*d->holder_comm));
+	if (e)
+		d->holder_comm = e;
+	if (!a || !b || !c || !e)
+		return false;
+	d->scan_cap = cap;
+	return true;
+}
+
+void scan_free(struct zvmmd *d)
+{
+	free(d->scan_chunk);
+	free(d->holder_file);
+	free(d->holder_pid);
+	free(d->holder_comm);
+	d->scan_chunk = NULL;
+	d->holder_file = NULL;
+	d->holder_pid = NULL;
+	d->holder_comm = NULL;
+	d->scan_cap = 0;
+}
+
 /*
- * The chunks to look for, returned ones first, handed to the thread; if
- * a walk runs, one more after it when @again (chunks came back), else
- * nothing (the next recheck looks).
+ * Every returned and quarantined chunk handed to the thread, whatever
+ * their number (a cap would leave some never looked at again); if a
+ * walk runs, one more after it when @again (chunks came back), else
+ * nothing (the next recheck looks). A walk from the first process
+ * starts a pass; a chunk first handed over mid-pass is judged by the
+ * next whole one.
  */
 static void scan_kick(struct zvmmd *d, bool again)
 {
-	unsigned int n = 0;
+	unsigned int n = 0, want = 0;
+	bool fresh;
 
 	if (d->scan_busy) {
 		d->scan_again |= again;
 		return;
 	}
 	for (int k = 0; k < ZVMMD_NR_POOLS; k++) {
+		for (struct chunk *c = d->pools[k].returned; c; c = c->next)
+			want++;
+		for (struct chunk *c = d->pools[k].quarantine; c; c = c->next)
+			want++;
+	}
+	if (!want || !d->scan_on || !scan_room(d, want))
+		return;
+	fresh = !d->scan_resume;
+	if (fresh)
+		d->pass++;
+	for (int k = 0; k < ZVMMD_NR_POOLS; k++) {
 		struct pool *p = &d->pools[k];
 		struct chunk *lists[2] = { p->returned, p->quarantine };
 
 		for (int j = 0; j < 2; j++)
-			for (struct chunk *c = lists[j];
-			     c && n < ZVMMD_MAX_CHUNKS; c = c->next) {
+			for (struct chunk *c = lists[j]; c; c = c->next) {
+				if (!c->pass_from)
+					c->pass_from = d->pass + !fresh;
 				d->scan_chunk[n] = c;
 				d->holder_file[n++] = (struct holder_file){
 					p->mnt_id, c->st.st_dev, c->st.st_ino
 				};
 			}
 	}
-	if (!n || !d->scan_on)
-		return;
 	d->scan_busy = true;
 	d->scan_again = false;
 	pthread_mutex_lock(&d->scan_lock);
@@ -291,28 +347,44 @@ static struct pool *pool_of_chunk(struct zvmmd *d, struct chunk *c)
 }
 
 /* Walk @i's answer for its chunk, with the lock held. */
-static void scan_apply(struct zvmmd *d, unsigned int i)
+static void scan_apply(struct zvmmd *d, unsigned int i, bool pass_end)
 {
 	struct chunk *c = d->scan_chunk[i];
-	struct pool *p = pool_of_chunk(d, c);
-	bool was_returned = !c->looked;
+	bool was_returned = !c->looked, free_now;
+	long pid = d->holder_pid[i];
+	struct pool *p;
 
+	/*
+	 * Free: no slice of a whole pass that looked for it from its start
+	 * found it held. Found held now: quarantined, its holder named.
+	 * Neither (a slice ran out of time, or the pass began before it
+	 * came back): kept as it is, for the slices and passes to come.
+	 */
+	if (pid > 0)
+		c->pass_held = d->pass;
+	free_now = pass_end && pid < 0 && c->pass_from <= d->pass &&
+		   c->pass_held != d->pass;
+	if (pid <= 0 && !free_now && !was_returned)
+		return;
+	p = pool_of_chunk(d, c);
 	if (!p)
 		return;
 	if (was_returned)
 		p->leased_bytes -= c->bytes;
 	else
 		p->quarantined_bytes -= c->bytes;
-	if (d->holder_pid[i] < 0) {
+	if (free_now) {
 		if (!was_returned)
 			pr_info("chunk %s is free again: retired", c->name);
 		chunk_retire(p, c);
 		return;
 	}
 	c->looked = true;
-	c->holder = d->holder_pid[i];
-	snprintf(c->holder_comm, sizeof(c->holder_comm), "%s",
-		 d->holder_comm[i]);
+	if (pid > 0 || was_returned) {
+		c->holder = pid > 0 ? pid : 0;
+		snprintf(c->holder_comm, sizeof(c->holder_comm), "%s",
+			 pid > 0 ? d->holder_comm[i] : "?");
+	}
 	c->next = p->quarantine;
 	p->quarantine = c;
 	p->quarantined_bytes += c->bytes;
@@ -320,7 +392,7 @@ static void scan_apply(struct zvmmd *d, unsigned int i)
 		pr_warn("chunk %s is still held by pid %ld (%s): quarantined, never leased again, retired once free",
 			c->name, c->holder, c->holder_comm);
 	else if (was_returned)
-		pr_warn("chunk %s: the holder scan ran out of time before it was cleared: quarantined, looked at again",
+		pr_warn("chunk %s: the holder scan has not walked all of /proc since it came back: quarantined, looked at again",
 			c->name);
 }
 
@@ -336,12 +408,13 @@ void scan_done(struct zvmmd *d)
 	pthread_mutex_unlock(&d->scan_lock);
 	if (d->scan_ret == -ETIMEDOUT && !said) {
 		said = true;
-		pr_warn("a walk of /proc for the holders of chunks ran past %.0f s: what it did not clear stays quarantined (said once)",
+		pr_warn("a walk of /proc for the holders of chunks ran past %.0f s: it goes on from there at the next recheck, and what it has not cleared stays quarantined until it has walked all of /proc (said once)",
 			SCAN_DEADLINE_S);
 	}
 	pthread_mutex_lock(&d->lock);
+	/* The pass is whole when a slice got to the last process. */
 	for (unsigned int i = 0; i < d->scan_n; i++)
-		scan_apply(d, i);
+		scan_apply(d, i, d->scan_ret >= 0 && !d->scan_resume);
 	for (int k = 0; k < ZVMMD_NR_POOLS; k++)
 		if (d->pools[k].cfg->on)
 			pool_account(&d->pools[k]);

@@ -42,6 +42,8 @@ struct chunk {
 	uid_t owner; /* whose lease it was last in: STATUS shows it to them */
 	long holder; /* quarantined: who held it at the last look */
 	bool looked; /* a walk has looked for its holders since it came back */
+	uint32_t pass_from; /* the first whole pass that looks for it */
+	uint32_t pass_held; /* the last pass that found it held */
 	char holder_comm[HOLDER_COMM_LEN];
 	/*
 	 * Charged to @charged_to's share of this pool while leased, and
@@ -238,12 +240,19 @@ struct zvmmd {
 	int scan_efd;
 	struct ev scan_ev;
 	bool scan_busy, scan_again; /* the loop's */
-	unsigned int scan_n;
-	int scan_ret; /* holders_walk()'s */
-	struct chunk *scan_chunk[ZVMMD_MAX_CHUNKS];
-	struct holder_file holder_file[ZVMMD_MAX_CHUNKS];
-	long holder_pid[ZVMMD_MAX_CHUNKS];
-	char holder_comm[ZVMMD_MAX_CHUNKS][HOLDER_COMM_LEN];
+	unsigned int scan_n, scan_cap; /* the arrays' entries */
+	int scan_ret; /* holders_walk_from()'s */
+	/*
+	 * A pass is one walk of /proc from the first process to the last,
+	 * in slices of SCAN_DEADLINE_S that go on from @scan_resume: a
+	 * chunk no slice of a whole pass found held is free.
+	 */
+	long scan_resume;
+	uint32_t pass;
+	struct chunk **scan_chunk;
+	struct holder_file *holder_file;
+	long *holder_pid;
+	char (*holder_comm)[HOLDER_COMM_LEN];
 	/* The loop's own short walk at a lease's end (quarantine.c). */
 	double quick_window, quick_spent; /* QUICK_S's budget, per second */
 	struct holder_file quick_file[ZVMMD_MAX_CHUNKS];
@@ -278,6 +287,7 @@ void chunks_trim(struct zvmmd *d);
 void quarantine_returned(struct zvmmd *d, struct lease *l);
 void quarantine_check(struct zvmmd *d);
 int scan_start(struct zvmmd *d) __attribute__((warn_unused_result));
+void scan_free(struct zvmmd *d);
 void scan_done(struct zvmmd *d);
 bool scan_stop(struct zvmmd *d);
 

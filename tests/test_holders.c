@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -166,4 +167,71 @@ Test(holders, a_walk_cut_short_counts_every_file_held)
 	kill(a, SIGKILL);
 	waitpid(a, NULL, 0);
 	cr_assert_eq(holders_walk(f, NR, pid, comm, 0, NULL), 0);
+}
+
+#define LOADERS 8
+
+/*
+ * holders_walk_from() in slices (a deadline of 5 ms each) goes on
+ * where the last gave up, always forward, and the slices of one pass
+ * together find the holder, once, and nothing for a file no one holds.
+ */
+Test(holders, a_walk_in_slices_goes_on_where_it_stopped)
+{
+	struct holder_file f[NR];
+	long pid[NR], resume = 0, last = 0;
+	char comm[NR][HOLDER_COMM_LEN], c;
+	unsigned int slices = 0, found = 0;
+	pid_t a, load[LOADERS];
+	int ready[2], ret;
+
+	by_mount(f);
+	/* Fds enough that a pass takes many slices: 8 x 2000. */
+	for (int i = 0; i < LOADERS; i++) {
+		cr_assert_eq(pipe(ready), 0);
+		load[i] = fork();
+		cr_assert_neq(load[i], -1);
+		if (!load[i]) {
+			int null = open("/dev/null", O_RDONLY);
+
+			for (int k = 0; k < 2000 && null >= 0; k++)
+				if (dup(null) < 0)
+					_exit(1);
+			(void)!write(ready[1], "", 1);
+			for (;;)
+				pause();
+		}
+		close(ready[1]);
+		cr_assert_eq(read(ready[0], &c, 1), 1, "a loader failed");
+		close(ready[0]);
+	}
+	cr_assert_eq(pipe(ready), 0);
+	a = holder(2, false, "zvmm-fd-holder", ready);
+	close(ready[1]);
+	cr_assert_eq(read(ready[0], &c, 1), 1, "a holder could not start");
+	close(ready[0]);
+	do {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ret = holders_walk_from(f, NR, pid, comm,
+					ts.tv_sec + ts.tv_nsec * 1e-9 + 5e-3,
+					NULL, &resume);
+		cr_assert(ret >= 0 || ret == -ETIMEDOUT, "%d", ret);
+		cr_assert(!resume || resume > last,
+			  "slice %u went back: from %ld to %ld", slices, last,
+			  resume);
+		cr_assert(pid[0] <= 0, "file 0 held by %ld", pid[0]);
+		found += pid[2] == a;
+		last = resume;
+	} while (resume && ++slices < 1000000);
+	cr_assert_eq(resume, 0, "no end after %u slices", slices);
+	cr_assert_geq(found, 1, "the holder found in %u slices", found);
+	cr_log_info("one pass in %u slices", slices + 1);
+	kill(a, SIGKILL);
+	waitpid(a, NULL, 0);
+	for (int i = 0; i < LOADERS; i++) {
+		kill(load[i], SIGKILL);
+		waitpid(load[i], NULL, 0);
+	}
 }
