@@ -169,7 +169,7 @@ storm_part() {
 	# Filled up to high before the storm: the steady state a host keeps.
 	for _ in $(seq 600); do
 		"$ZVMM" pool status --socket "$work/zvmmd.sock" --json - 2>/dev/null |
-			grep -q '"clean_bytes":3221225472' && break
+			grep -q '"zero_bytes":3221225472' && break
 		sleep 0.05
 	done
 	launch --pool-service --socket "$work/zvmmd.sock" >/dev/null # warm-up
@@ -188,7 +188,7 @@ storm_part() {
 		# its high watermark; a launch that finds no chunk says '*'.
 		for _ in $(seq 500); do
 			"$ZVMM" pool status --socket "$work/zvmmd.sock" --json - 2>/dev/null |
-				grep -q '"clean_bytes":3221225472,"dirty_bytes":0' && break
+				grep -q '"zero_bytes":3221225472,"filling_bytes":0' && break
 			sleep 0.05
 		done
 	done
@@ -328,9 +328,9 @@ tenant_part() {
 	mkdir -p "$work/chunks"
 	zvmmd_conf "$work/zvmmd.conf" "pages.$PAGE" 3G 3G 4G
 	zvmmd_start "$work/zvmmd.conf"
-	zvmmd_full '"clean_bytes":3221225472'
+	zvmmd_full '"zero_bytes":3221225472'
 	tenant --service "$work/zvmmd.sock" >/dev/null # warm-up
-	zvmmd_full '"clean_bytes":3221225472,"dirty_bytes":0'
+	zvmmd_full '"zero_bytes":3221225472,"filling_bytes":0'
 	: >"$work/touch"
 	: >"$work/total"
 	zd0=$(cpu_of "$zpid")
@@ -343,7 +343,7 @@ tenant_part() {
 		zr+=" $(tenant --service "$work/zvmmd.sock")"
 		cpu_mark
 		zc=$(awk "BEGIN {print $zc + $(cpu_read) - $c0}")
-		zvmmd_full '"clean_bytes":3221225472,"dirty_bytes":0'
+		zvmmd_full '"zero_bytes":3221225472,"filling_bytes":0'
 	done
 	zcpu=$(awk "BEGIN {print $(cpu_of "$zpid") - $zd0}")
 	zvmmd_stop
