@@ -548,13 +548,58 @@ static bool pool_take_over(struct pool *p)
  * (@dirfd): what is in it is zvmmd's alone. Whatever a previous zvmmd
  * left there is of unknown state: removed, never leased.
  */
-static int pool_open(struct pool *p, const char *dir, int dirfd)
+/*
+ * The root of the mount a previous zvmmd left in systemd's fd store
+ * (@fd, fdstore.c), its tenants still holding pages there: taken over as
+ * pool_take_over() takes over one still mounted (files removed, what
+ * is used counted), through the fd alone, as the mount ended with the
+ * previous zvmmd's mount namespace. True when taken; else @fd is closed.
+ */
+static bool pool_take_stored(struct pool *p, int fd)
+{
+	unsigned int stale;
+	struct statfs sf;
+	uint64_t used;
+	char a[32];
+
+	(void)fdstore_send(p->label, -1);
+	if (fstatfs(fd, &sf) || sf.f_type != HUGETLBFS_MAGIC ||
+	    (uint64_t)sf.f_bsize != p->cfg->page_bytes) {
+		pr_warn("%s: the mount systemd kept is not hugetlbfs of %s pages: let go",
+			p->dir, p->label);
+		close(fd);
+		return false;
+	}
+	stale = remove_all(fd);
+	used = mount_used(fd);
+	if (stale)
+		pr_info("%s: %u chunks of a previous zvmmd removed: their state is unknown",
+			p->dir, stale);
+	if (!used) {
+		close(fd);
+		return false;
+	}
+	pr_info("%s: tenants of a previous zvmmd still hold %s in the mount systemd kept for it: taken over, and what they hold counted until they let go",
+		p->dir, size_format(used, a, sizeof(a)));
+	/* One still mounted here is the same one: the fd keeps it. */
+	if (!statfs(p->at, &sf) && sf.f_type == HUGETLBFS_MAGIC)
+		(void)!umount2(p->at, MNT_DETACH);
+	p->dirfd = fd;
+	return true;
+}
+
+static int pool_open(struct pool *p, const char *dir, int dirfd, int stored)
 {
 	char opts[96], ps[8];
 	struct stat st;
 
 	snprintf(p->dir, sizeof(p->dir), "%s/%s", dir, p->label);
 	snprintf(p->at, sizeof(p->at), "/proc/self/fd/%d/%s", dirfd, p->label);
+	if (stored >= 0 && pool_take_stored(p, stored)) {
+		pool_account(p);
+		p->mnt_id = holder_mnt_id(p->dirfd);
+		return p->mnt_id < 0 ? p->mnt_id : 0;
+	}
 	if (mkdirat(dirfd, p->label, 0700) && errno != EEXIST)
 		return -errno;
 	if (fstatat(dirfd, p->label, &st, AT_SYMLINK_NOFOLLOW))
@@ -613,16 +658,25 @@ static void pool_close(struct pool *p, int dirfd)
 	/*
 	 * Pages still held by tenants keep the mount: the next zvmmd takes
 	 * it over and counts them (pool_take_over()); a detached one would
-	 * hold them where no zvmmd counts, past max.
+	 * hold them where no zvmmd counts, past max. Under systemd the
+	 * mount ends with the unit's mount namespace: its root goes to the
+	 * unit's fd store for the next zvmmd instead (fdstore.c).
 	 */
 	used = p->dirfd >= 0 ? mount_used(p->dirfd) : 0;
+	if (used && !fdstore_send(p->label, p->dirfd))
+		pr_info("%s: tenants still hold %s there: the mount's root is kept in systemd's fd store for a restart of zvmmd to count (a stop of the unit empties the store, and the next start does not count it)",
+			p->dir, size_format(used, a, sizeof(a)));
+	else if (used && p->mounted)
+		pr_info("%s: tenants still hold %s there: the mount stays for the next zvmmd to count (umount it once they are gone)",
+			p->dir, size_format(used, a, sizeof(a)));
+	else if (used)
+		pr_warn("%s: tenants still hold %s there, which the next zvmmd will not count",
+			p->dir, size_format(used, a, sizeof(a)));
 	if (p->dirfd >= 0)
 		close(p->dirfd);
 	p->dirfd = -1;
-	if (p->mounted && used) {
-		pr_info("%s: tenants still hold %s there: the mount stays for the next zvmmd to count (umount it once they are gone)",
-			p->dir, size_format(used, a, sizeof(a)));
-	} else if (p->mounted) {
+	/* One that holds pages is left for the next zvmmd, said above. */
+	if (p->mounted && !used) {
 		if (umount2(p->at, MNT_DETACH))
 			pr_warn("cannot unmount %s: %s", p->dir,
 				strerror(errno));
@@ -642,13 +696,15 @@ int pools_open(struct zvmmd *d)
 	for (int i = 0; i < ZVMMD_NR_POOLS; i++) {
 		if (!d->cfg.pool[i].on)
 			continue;
-		ret = pool_open(&d->pools[i], d->cfg.dir, d->dirfd);
+		ret = pool_open(&d->pools[i], d->cfg.dir, d->dirfd,
+				fdstore_pool(d, d->pools[i].label));
 		if (ret) {
 			pr_err("cannot set up %s: %s", d->pools[i].dir,
 			       strerror(-ret));
 			return ret;
 		}
 	}
+	fdstore_close_rest(d);
 	return 0;
 }
 

@@ -18,14 +18,10 @@
 #include "../lib/log.h"
 #include "zvmmd.h"
 
-#define SD_LISTEN_FDS_START 3
-
 /* systemd's socket activation: zvmmd.socket made and bound it. */
-bool listener_activated(void)
+bool listener_activated(const struct zvmmd *d)
 {
-	const char *lp = getenv("LISTEN_PID"), *lf = getenv("LISTEN_FDS");
-
-	return lp && lf && atol(lp) == (long)getpid() && atoi(lf) == 1;
+	return d->passed_socket >= 0;
 }
 
 /* A live zvmmd at [service] socket: connecting succeeds. */
@@ -74,7 +70,8 @@ static int listener_passed(struct zvmmd *d)
 	int type = 0;
 	socklen_t len = sizeof(type);
 
-	d->listen_fd = SD_LISTEN_FDS_START;
+	d->listen_fd = d->passed_socket;
+	d->passed_socket = -1;
 	if (getsockopt(d->listen_fd, SOL_SOCKET, SO_TYPE, &type, &len) ||
 	    type != SOCK_SEQPACKET) {
 		pr_err("the socket systemd passed is not SOCK_SEQPACKET: ListenSequentialPacket= in zvmmd.socket");
@@ -149,7 +146,7 @@ static int listener_bind(struct zvmmd *d)
 
 int listener_open(struct zvmmd *d)
 {
-	int ret = listener_activated() ? listener_passed(d) : listener_bind(d);
+	int ret = listener_activated(d) ? listener_passed(d) : listener_bind(d);
 
 	if (!ret)
 		(void)listener_refuse_files(d->listen_fd, true);

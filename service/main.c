@@ -104,6 +104,7 @@ static int zvmmd_new(const char *path, struct zvmmd **out)
 	d->listen_ev = (struct ev){ EV_LISTEN, NULL };
 	d->signal_ev = (struct ev){ EV_SIGNAL, NULL };
 	d->timer_ev = (struct ev){ EV_TIMER, NULL };
+	fdstore_take(d);
 	zvmmd_config_defaults(&d->cfg);
 	ret = zvmmd_config_load(path, &d->cfg, err, sizeof(err));
 	if (ret) {
@@ -166,7 +167,7 @@ static int zvmmd_prepare(struct zvmmd *d)
 	 * One zvmmd a config: a second would empty and remount the first's
 	 * pools. Under systemd the socket unit sees to it.
 	 */
-	if (!listener_activated() && listener_taken(d)) {
+	if (!listener_activated(d) && listener_taken(d)) {
 		pr_err("another zvmmd listens on %s: stop it first (systemctl stop zvmmd), or give this one its own [service] socket and dir",
 		       d->cfg.socket);
 		return -EADDRINUSE;
@@ -317,6 +318,12 @@ static void zvmmd_free(struct zvmmd *d)
 	peers_drop_all(d);
 	pools_close(d);
 	peers_users_sweep(d, true);
+	/* Passed and not taken (a start that failed): left to the store. */
+	for (int k = 0; k < ZVMMD_NR_POOLS; k++)
+		if (d->stored[k].fd >= 0)
+			close(d->stored[k].fd);
+	if (d->passed_socket >= 0)
+		close(d->passed_socket);
 	listener_close(d);
 	if (d->epfd >= 0)
 		close(d->epfd);

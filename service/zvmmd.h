@@ -198,6 +198,12 @@ struct zvmmd {
 	struct zvmmd_config cfg;
 	struct pool pools[ZVMMD_NR_POOLS];
 	int dirfd; /* [service] dir, opened without symbolic links */
+	/* What systemd passed (fdstore.c): zvmmd.socket's, kept mounts. */
+	int passed_socket;
+	struct {
+		int fd;
+		char label[24];
+	} stored[ZVMMD_NR_POOLS];
 
 	/*
 	 * Shared with the filler thread: the pools' lists and counts, under
@@ -277,6 +283,12 @@ int filler_start(struct zvmmd *d) __attribute__((warn_unused_result));
 void filler_stop(struct zvmmd *d);
 void filler_poke(struct zvmmd *d);
 
+/* fdstore.c: systemd's socket activation and fd store. */
+void fdstore_take(struct zvmmd *d);
+int fdstore_pool(struct zvmmd *d, const char *label);
+void fdstore_close_rest(struct zvmmd *d);
+int fdstore_send(const char *label, int fd);
+
 /* leases.c */
 int lease_make(struct zvmmd *d, struct client *cl,
 	       const struct zvmmd_lease_req *req);
@@ -292,7 +304,7 @@ void scan_done(struct zvmmd *d);
 bool scan_stop(struct zvmmd *d);
 
 /* listener.c: the socket clients connect to. */
-bool listener_activated(void);
+bool listener_activated(const struct zvmmd *d);
 bool listener_taken(const struct zvmmd *d);
 int listener_open(struct zvmmd *d) __attribute__((warn_unused_result));
 void listener_close(struct zvmmd *d);

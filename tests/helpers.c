@@ -548,14 +548,32 @@ int test_zvmmd_connect(const char *sock)
 void test_zvmmd_start(const char *conf, const char *sock, const char *logdir,
 		      int wait_s, pid_t *pid)
 {
+	test_zvmmd_start_passing(conf, sock, logdir, wait_s, pid, -1, NULL);
+}
+
+void test_zvmmd_start_passing(const char *conf, const char *sock,
+			      const char *logdir, int wait_s, pid_t *pid,
+			      int pass_fd, const char *pass_name)
+{
 	double t0 = test_mono_now();
 
 	*pid = fork();
 	cr_assert_neq(*pid, -1);
 	if (!*pid) {
-		int null = open("/dev/null", O_WRONLY);
-		char log[160];
-		int fd;
+		char log[160], me[24];
+		int null, fd;
+
+		/* As systemd passes its fd store (sd_listen_fds(3)). */
+		if (pass_fd >= 0) {
+			if (pass_fd != 3 && dup2(pass_fd, 3) != 3)
+				_exit(126);
+			fcntl(3, F_SETFD, 0);
+			snprintf(me, sizeof(me), "%d", (int)getpid());
+			setenv("LISTEN_PID", me, 1);
+			setenv("LISTEN_FDS", "1", 1);
+			setenv("LISTEN_FDNAMES", pass_name, 1);
+		}
+		null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 
 		/* Its log goes to a file: a test's output stays the test's. */
 		snprintf(log, sizeof(log), "%s/zvmmd.log", logdir);

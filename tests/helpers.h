@@ -188,6 +188,13 @@ void test_pool_cleanup(const char *mnt, const char *pool, const char *state,
 const char *test_zvmmd_bin(void);
 double test_mono_now(void);
 int test_zvmmd_connect(const char *sock);
+/*
+ * The same, with @pass_fd handed to zvmmd as fd 3 under @pass_name, the
+ * way systemd hands in its fd store (-1: none).
+ */
+void test_zvmmd_start_passing(const char *conf, const char *sock,
+			      const char *logdir, int wait_s, pid_t *pid,
+			      int pass_fd, const char *pass_name);
 void test_zvmmd_start(const char *conf, const char *sock, const char *logdir,
 		      int wait_s, pid_t *pid);
 

@@ -12,13 +12,16 @@
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/statfs.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -280,4 +283,126 @@ Test(zvmmd_restart, a_stopped_zvmmds_tenants_are_counted_by_the_next)
 Test(zvmmd_restart, a_killed_zvmmds_tenants_are_counted_by_the_next)
 {
 	restart_with_memory_held(SIGKILL);
+}
+
+/*
+ * Under systemd (zvmmd.service's PrivateMounts=) the mount ends with
+ * the unit's mount namespace, so what restart_with_memory_held() relies
+ * on (the mount left in place) is gone: zvmmd puts the mount's root in
+ * the unit's fd store instead (FileDescriptorStoreMax=, sd_notify(3)'s
+ * FDSTORE=1) and the next one takes it back (sd_listen_fds(3)). The
+ * test stands in for systemd: a datagram socket as $NOTIFY_SOCKET, the
+ * mount detached as the namespace's end detaches it, the fd passed as
+ * fd 3 named zvmmd-pool-2M.
+ */
+static int notify_fd = -1;
+static char notify_path[96];
+
+/* One datagram from zvmmd within @ms: its text in @text, an fd or -1. */
+static int notify_read(int ms, char *text, size_t len, int *fd)
+{
+	union {
+		char raw[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { text, len - 1 };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.raw,
+			     .msg_controllen = sizeof(u.raw) };
+	struct pollfd pf = { .fd = notify_fd, .events = POLLIN };
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	*fd = -1;
+	text[0] = '\0';
+	if (poll(&pf, 1, ms) != 1)
+		return -1;
+	n = recvmsg(notify_fd, &mh, MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return -1;
+	text[n] = '\0';
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+		if (cm->cmsg_type == SCM_RIGHTS)
+			memcpy(fd, CMSG_DATA(cm), sizeof(int));
+	return 0;
+}
+
+static void notify_end(void)
+{
+	unsetenv("NOTIFY_SOCKET");
+	if (notify_fd >= 0)
+		close(notify_fd);
+	notify_fd = -1;
+	if (notify_path[0])
+		unlink(notify_path);
+	/* The suite's too, whether or not Criterion runs it after this. */
+	teardown();
+}
+
+Test(zvmmd_restart, under_systemd_the_fd_store_keeps_the_mount,
+     .fini = notify_end)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char text[256];
+	int fd, stored, extra;
+
+	daemon_stop(SIGTERM);
+	snprintf(notify_path, sizeof(notify_path), "%s/notify", dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", notify_path);
+	notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(notify_fd, 0);
+	cr_assert_eq(bind(notify_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setenv("NOTIFY_SOCKET", notify_path, 1);
+	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
+
+	cr_assert_eq(lease(&fd, HELD, held_fd, &held_n), 0, "no lease");
+	held_map =
+		mmap(NULL, HELD, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(held_map, MAP_FAILED);
+	for (unsigned int i = 0; i < held_n; i++)
+		cr_assert_neq(mmap(held_map + (size_t)i * CHUNK, CHUNK,
+				   PROT_READ | PROT_WRITE,
+				   MAP_SHARED | MAP_FIXED, held_fd[i], 0),
+			      MAP_FAILED);
+	for (uint64_t off = 0; off < HELD; off += SZ_2M)
+		held_map[off] = 0x5a;
+
+	daemon_stop(SIGTERM);
+	cr_assert_eq(notify_read(5000, text, sizeof(text), &stored), 0,
+		     "zvmmd stored nothing as it stopped");
+	cr_assert(strstr(text, "FDSTORE=1") &&
+			  strstr(text, "FDNAME=zvmmd-pool-2M"),
+		  "zvmmd said: %s", text);
+	cr_assert_geq(stored, 0, "no fd came with: %s", text);
+	/* The unit's mount namespace ends: its mounts with it. */
+	cr_assert_eq(umount2(mnt, MNT_DETACH), 0, "%s: %s", mnt,
+		     strerror(errno));
+
+	test_zvmmd_start_passing(conf, sock, dir, WAIT_S, &daemon_pid, stored,
+				 "zvmmd-pool-2M");
+	close(stored);
+	cr_assert_eq(notify_read(5000, text, sizeof(text), &extra), 0,
+		     "zvmmd did not take the mount out of the store");
+	cr_assert(strstr(text, "FDSTOREREMOVE=1") &&
+			  strstr(text, "FDNAME=zvmmd-pool-2M"),
+		  "zvmmd said: %s", text);
+	cr_assert_eq(status_num("unseen_bytes"), (long long)HELD,
+		     "the new zvmmd does not count what the tenant holds");
+	cr_assert_eq(lease_try(MAX - HELD + CHUNK), ENOMEM,
+		     "a lease past max was not refused");
+	cr_assert_eq(lease_try(MAX - HELD), 0, "the rest of max was refused");
+	wait_status("leased_bytes", 0);
+	for (uint64_t off = 0; off < HELD; off += SZ_2M)
+		cr_assert_eq(held_map[off], 0x5a, "byte %llu changed",
+			     (unsigned long long)off);
+	held_drop();
+	close(fd);
+	wait_status("unseen_bytes", 0);
+	cr_assert_eq(lease_try(MAX), 0, "all of max was refused");
+	wait_status("leased_bytes", 0);
+	wait_status("quarantined_bytes", 0);
+	daemon_stop(SIGTERM);
+	cr_assert_neq(notify_read(300, text, sizeof(text), &extra), 0,
+		      "zvmmd stored a mount that held nothing: %s", text);
 }

@@ -236,7 +236,7 @@ IMPORTS = {
     '__assert_fail': '',
     # zvmmd's own (dist/zvmmd.syscalls): the program, its socket, its
     # mounts and chunk files, signals and timers in its event loop
-    '__libc_start_main': '', 'getopt_long': '', 'getenv': '',
+    '__libc_start_main': '', 'getopt_long': '', 'getenv': '', 'unsetenv': '',
     'optarg': '', 'optind': '', 'stdout': '', 'sigaddset': '',
     'sigemptyset': '', 'numa_parse_cpustring_all': SYSFS,
     'printf': 'write', 'fputc': 'write', 'vfprintf': 'write',
