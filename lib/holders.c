@@ -158,14 +158,34 @@ struct walk {
 	int why; /* -ETIMEDOUT, -ECANCELED: given up */
 };
 
-/* Process @p's fds, by its fdinfo; the deadline looked at now and then. */
+/*
+ * Whether fd @name of the process whose /proc/PID/fd is @fddir is a file
+ * with a path (a chunk's is one): its link, which procfs writes from the
+ * dentry without a call into the file's filesystem, starts with '/'.
+ * Anything else (anon_inode:, socket:, pipe:) is no chunk, and its
+ * fdinfo is not read: an io_uring's lists every registered file's path,
+ * seconds for a ring of 20,000 long ones. A link that cannot be read is
+ * looked at.
+ */
+static bool fd_is_path(int fddir, const char *name)
+{
+	char link[8];
+
+	if (fddir < 0 || readlinkat(fddir, name, link, sizeof(link)) < 1)
+		return true;
+	return link[0] == '/';
+}
+
+/* Process @p's fds, by its fdinfo; the deadline looked at each fd. */
 static void walk_fds(struct walk *w, long p)
 {
 	char path[64];
 	struct dirent *de;
-	unsigned int seen = 0;
+	int fddir;
 	DIR *dir;
 
+	snprintf(path, sizeof(path), "/proc/%ld/fd", p);
+	fddir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	snprintf(path, sizeof(path), "/proc/%ld/fdinfo", p);
 	dir = opendir(path);
 	while (dir && w->found < w->n && (de = readdir(dir))) {
@@ -174,9 +194,10 @@ static void walk_fds(struct walk *w, long p)
 
 		if (de->d_name[0] == '.')
 			continue;
-		if (!(++seen % 256) && gave_up(w->deadline, w->stop, &w->why))
+		if (gave_up(w->deadline, w->stop, &w->why))
 			break;
-		if (!fdinfo_read(dirfd(dir), de->d_name, &mnt_id, &ino))
+		if (!fd_is_path(fddir, de->d_name) ||
+		    !fdinfo_read(dirfd(dir), de->d_name, &mnt_id, &ino))
 			continue;
 		if (ino) {
 			k = which_fd(w->f, w->n, w->pid, mnt_id, ino,
@@ -196,6 +217,8 @@ static void walk_fds(struct walk *w, long p)
 	}
 	if (dir)
 		closedir(dir);
+	if (fddir >= 0)
+		close(fddir);
 }
 
 /*

@@ -110,10 +110,17 @@ void chunk_retire(struct pool *p, struct chunk *c)
 {
 	uint64_t used = 0, pages = 0, freed;
 	struct ghost *g;
-	struct stat st;
 
-	if (c->charged_to && p->dirfd >= 0 && !fstat(c->fd, &st)) {
-		pages = (uint64_t)st.st_blocks * 512;
+	/*
+	 * Against its whole length, as the books count it (an empty chunk
+	 * is reserved whole): its st_blocks would say 0 of a chunk whose
+	 * holder punched it after pinning its pages in a pipe. One its
+	 * holder truly shrank makes a ghost the next count lets go.
+	 */
+	if (c->charged_to && p->dirfd >= 0) {
+		uint64_t page = p->cfg->page_bytes;
+
+		pages = (c->bytes + page - 1) / page * page;
 		used = mount_used(p->dirfd);
 	}
 	if (unlinkat(p->dirfd, c->name, 0) && errno != ENOENT)
@@ -170,10 +177,11 @@ void chunk_trim(const struct pool *p, struct chunk *c)
 			pr_warn("chunk %s: cannot cut it back to %llu bytes: %s",
 				c->name, (unsigned long long)c->bytes,
 				strerror(errno));
-		else
-			pr_warn("chunk %s was grown to %lld bytes by its holder: cut back to %llu",
+		else if (!c->trim_said)
+			pr_warn("chunk %s was grown to %lld bytes by its holder: cut back to %llu (said once a chunk)",
 				c->name, (long long)st.st_size,
 				(unsigned long long)c->bytes);
+		c->trim_said = true;
 	}
 	/* Pages allocated past the end (fallocate FALLOC_FL_KEEP_SIZE). */
 	end = (c->bytes + page - 1) / page * page;

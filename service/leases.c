@@ -319,10 +319,11 @@ int lease_make(struct zvmmd *d, struct client *cl,
 	char a[32];
 	int ret;
 
-	chunks_trim(d);
 	p = lease_pool(d, cl, req, &need, &ret);
 	if (!p)
 		return ret;
+	/* Only for a request that is served: each trim costs a look. */
+	chunks_trim(d);
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return send_error(cl->fd, ENOMEM, "zvmmd is out of memory");

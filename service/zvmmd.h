@@ -51,6 +51,7 @@ struct chunk {
 	 * that keeps its chunks mapped past its lease cannot lease its
 	 * share again beside them (chunk_uncharge()).
 	 */
+	bool trim_said; /* its growth logged once */
 	uint64_t *charged_to;
 	unsigned int *charged_chunks;
 	uint64_t charge;

@@ -7,18 +7,21 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <liburing.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../lib/holders.h"
+#include "helpers.h"
 
 #define NR 4
 
@@ -234,4 +237,97 @@ Test(holders, a_walk_in_slices_goes_on_where_it_stopped)
 		kill(load[i], SIGKILL);
 		waitpid(load[i], NULL, 0);
 	}
+}
+
+#define RING_FILES 16000
+
+/* A directory chain of @depth names of 200 bytes under @base, made. */
+static void long_dir(char *out, size_t len, const char *base, int depth)
+{
+	char name[201];
+
+	memset(name, 'd', 200);
+	name[200] = '\0';
+	snprintf(out, len, "%s", base);
+	cr_assert(!mkdir(out, 0700) || errno == EEXIST, "%s", out);
+	for (int i = 0; i < depth; i++) {
+		size_t n = strlen(out);
+
+		snprintf(out + n, len - n, "/%s", name);
+		cr_assert(!mkdir(out, 0700) || errno == EEXIST, "%s", out);
+	}
+}
+
+/*
+ * The review's B1: any local user's io_uring with thousands of
+ * registered files at long paths made each read of its fdinfo format
+ * every path (seconds), and a walk that read it held zvmmd's loop for
+ * as long. A walk reads the fdinfo of an fd whose link is a path alone:
+ * a ring's is "anon_inode:[io_uring]".
+ */
+Test(holders, a_ring_of_registered_files_does_not_slow_a_walk)
+{
+	char dir[4096], file[4096 + 8], base[64], c, cmd[128];
+	struct holder_file f[NR];
+	char comm[NR][HOLDER_COMM_LEN];
+	int ready[2], status;
+	long pid[NR];
+	double t0, took;
+	pid_t ring;
+
+	snprintf(base, sizeof(base), "/tmp/zvmm-test-holders.%d.long",
+		 (int)getpid());
+	long_dir(dir, sizeof(dir), base, 15);
+	snprintf(file, sizeof(file), "%s/f", dir);
+	by_mount(f);
+	cr_assert_eq(pipe(ready), 0);
+	ring = fork();
+	cr_assert_neq(ring, -1);
+	if (!ring) {
+		static int fds[RING_FILES];
+		struct rlimit rl;
+		struct io_uring r;
+		int fd;
+
+		close(ready[0]);
+		fd = open(file, O_RDWR | O_CREAT, 0600);
+		if (fd < 0 || getrlimit(RLIMIT_NOFILE, &rl))
+			_exit(1);
+		rl.rlim_cur = rl.rlim_max;
+		if (rl.rlim_max < RING_FILES + 64 ||
+		    setrlimit(RLIMIT_NOFILE, &rl))
+			_exit(3);
+		for (int i = 0; i < RING_FILES; i++)
+			fds[i] = fd;
+		if (io_uring_queue_init(4, &r, 0) ||
+		    io_uring_register_files(&r, fds, RING_FILES))
+			_exit(2);
+		(void)!write(ready[1], "x", 1);
+		pause();
+		_exit(0);
+	}
+	close(ready[1]);
+	if (read(ready[0], &c, 1) != 1) {
+		close(ready[0]);
+		waitpid(ring, &status, 0);
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+			test_skip(TEST_NEED_TOOL,
+				  "RLIMIT_NOFILE's hard limit under %d",
+				  RING_FILES + 64);
+		cr_assert_fail("the ring could not be made: status 0x%x",
+			       status);
+	}
+	close(ready[0]);
+	t0 = test_mono_now();
+	cr_assert_geq(holders_walk(f, NR, pid, comm, 0, NULL), 0);
+	took = test_mono_now() - t0;
+	kill(ring, SIGKILL);
+	waitpid(ring, NULL, 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", base);
+	(void)!system(cmd);
+	cr_log_info("a walk beside a ring of %d files took %.0f ms", RING_FILES,
+		    took * 1e3);
+	cr_assert_lt(took, 0.25,
+		     "a walk took %.0f ms (the loop waits 250 ms at most)",
+		     took * 1e3);
 }

@@ -1001,3 +1001,71 @@ Test(zvmmd_shared, memory_hidden_from_the_scan_stays_in_the_members_share)
 	wait_status("leased_bytes", 0);
 	wait_status("unseen_bytes", 0);
 }
+
+/*
+ * Its share leased and written, a page of each hugepage pinned in a
+ * pipe (vmsplice), the chunks punched empty (st_blocks 0) and the lease
+ * ended; then its share again: 0 or each errno in @said[0..1].
+ */
+static int pin_punch_then_lease(int in, int out)
+{
+	static int cfd[ZVMMD_MAX_CHUNKS];
+	int said[2] = { -1, -1 }, fd, n = 0, p[2];
+
+	said[0] = lease_all(&fd, MAX / 2, cfd, &n);
+	if (said[0] || pipe(p) || fcntl(p[1], F_SETPIPE_SZ, 1 << 20) < 0)
+		return 11;
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		char *m;
+
+		if (fstat(cfd[i], &st))
+			return 13;
+		m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_POPULATE, cfd[i], 0);
+		if (m == MAP_FAILED)
+			return 14;
+		for (off_t off = 0; off < st.st_size; off += SZ_2M) {
+			struct iovec iov = { m + off, 4096 };
+
+			if (vmsplice(p[1], &iov, 1, 0) != 4096)
+				return 15;
+		}
+		munmap(m, (size_t)st.st_size);
+		if (fallocate(cfd[i],
+			      FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+			      st.st_size))
+			return 16;
+		close(cfd[i]);
+	}
+	close(fd);
+	if (!member_wait_status("leased_bytes", 0))
+		return 17;
+	said[1] = lease_on(&fd, MAX / 2);
+	if (write(out, said, sizeof(said)) != sizeof(said))
+		return 12;
+	return hold(in);
+}
+
+/*
+ * The second review's B2: pages pinned in a pipe and the chunk punched
+ * empty, so that its st_blocks said nothing was left to free: the
+ * retire made no ghost and the member leased its share again beside
+ * the pinned pages, taking root's room. A retire is weighed against
+ * the chunk's whole length.
+ */
+Test(zvmmd_shared, pinned_pages_of_a_punched_chunk_stay_in_the_share)
+{
+	struct member m;
+	int said[2];
+
+	member_start(&m, MEMBER, pin_punch_then_lease);
+	member_read(&m, said, sizeof(said));
+	cr_assert_eq(said[0], 0, "the first lease: errno %d", said[0]);
+	cr_assert_eq(said[1], ENOMEM,
+		     "its share again beside the pinned pages: %d, not ENOMEM",
+		     said[1]);
+	member_end(&m);
+	wait_status("leased_bytes", 0);
+	wait_status("unseen_bytes", 0);
+}
