@@ -165,13 +165,14 @@ void chunk_uncharge(struct chunk *c)
  * What lies past a chunk's length was never leased: no guest's memory.
  * Cut at each recheck and before each lease is made.
  */
-void chunk_trim(const struct pool *p, struct chunk *c)
+bool chunk_trim(const struct pool *p, struct chunk *c)
 {
 	uint64_t page = p->cfg->page_bytes, end;
+	bool cut = false;
 	struct stat st;
 
 	if (fstat(c->fd, &st))
-		return;
+		return false;
 	if ((uint64_t)st.st_size > c->bytes) {
 		if (ftruncate(c->fd, (off_t)c->bytes))
 			pr_warn("chunk %s: cannot cut it back to %llu bytes: %s",
@@ -182,14 +183,47 @@ void chunk_trim(const struct pool *p, struct chunk *c)
 				c->name, (long long)st.st_size,
 				(unsigned long long)c->bytes);
 		c->trim_said = true;
+		cut = true;
 	}
 	/* Pages allocated past the end (fallocate FALLOC_FL_KEEP_SIZE). */
 	end = (c->bytes + page - 1) / page * page;
-	if ((uint64_t)st.st_blocks * 512 > end &&
-	    fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-		      (off_t)end, (off_t)(INT64_MAX - end)))
-		pr_warn("chunk %s: cannot free the pages past its end: %s",
-			c->name, strerror(errno));
+	if ((uint64_t)st.st_blocks * 512 > end) {
+		cut = true;
+		if (fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)end, (off_t)(INT64_MAX - end)))
+			pr_warn("chunk %s: cannot free the pages past its end: %s",
+				c->name, strerror(errno));
+	}
+	return cut;
+}
+
+/*
+ * After @c's growth was cut: what the mount holds beyond the books and
+ * the ghosts is pages the cut could not free (pinned in a pipe, an
+ * io_uring buffer), charged to @c's user as a ghost of its own, as it
+ * grew them. With the lock held.
+ */
+void chunk_charge_cut(struct pool *p, struct chunk *c)
+{
+	uint64_t sum = 0;
+	struct ghost *g;
+
+	pool_account(p);
+	for (g = p->ghosts; g; g = g->next)
+		sum += g->bytes;
+	if (!c->charged_to || p->unseen_bytes <= sum)
+		return;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return;
+	g->bytes = p->unseen_bytes - sum;
+	g->charge = g->bytes;
+	g->charged_to = c->charged_to;
+	g->charged_chunks = c->charged_chunks;
+	*g->charged_to += g->charge;
+	(*g->charged_chunks)++;
+	g->next = p->ghosts;
+	p->ghosts = g;
 }
 
 /* A new chunk file of @bytes, no page in it yet. */

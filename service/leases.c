@@ -368,21 +368,30 @@ int lease_make(struct zvmmd *d, struct client *cl,
  * (chunk_trim()): leased, returned, quarantined. In the loop, which
  * alone moves them.
  */
+static void chunk_trim_charged(struct zvmmd *d, struct pool *p, struct chunk *c)
+{
+	if (!chunk_trim(p, c))
+		return;
+	pthread_mutex_lock(&d->lock);
+	chunk_charge_cut(p, c);
+	pthread_mutex_unlock(&d->lock);
+}
+
 void chunks_trim(struct zvmmd *d)
 {
 	for (struct client *cl = d->clients; cl; cl = cl->next)
 		for (struct chunk *c = cl->lease ? cl->lease->chunks : NULL; c;
 		     c = c->next)
-			chunk_trim(cl->lease->pool, c);
+			chunk_trim_charged(d, cl->lease->pool, c);
 	for (int k = 0; k < ZVMMD_NR_POOLS; k++) {
 		struct pool *p = &d->pools[k];
 
 		if (!p->cfg->on)
 			continue;
 		for (struct chunk *c = p->returned; c; c = c->next)
-			chunk_trim(p, c);
+			chunk_trim_charged(d, p, c);
 		for (struct chunk *c = p->quarantine; c; c = c->next)
-			chunk_trim(p, c);
+			chunk_trim_charged(d, p, c);
 	}
 }
 

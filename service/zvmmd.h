@@ -278,7 +278,8 @@ int chunk_create(struct pool *p, uint64_t bytes, struct chunk **out)
 	__attribute__((warn_unused_result));
 void chunk_retire(struct pool *p, struct chunk *c);
 void chunk_uncharge(struct chunk *c);
-void chunk_trim(const struct pool *p, struct chunk *c);
+bool chunk_trim(const struct pool *p, struct chunk *c);
+void chunk_charge_cut(struct pool *p, struct chunk *c);
 int chunk_reserve(struct chunk *c);
 int filler_start(struct zvmmd *d) __attribute__((warn_unused_result));
 void filler_stop(struct zvmmd *d);

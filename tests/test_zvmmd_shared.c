@@ -1069,3 +1069,79 @@ Test(zvmmd_shared, pinned_pages_of_a_punched_chunk_stay_in_the_share)
 	wait_status("leased_bytes", 0);
 	wait_status("unseen_bytes", 0);
 }
+
+/*
+ * One chunk leased and kept, grown through its fd to 4 chunks, every
+ * page written and a page of each past its end pinned in a pipe, until
+ * zvmmd has cut it back; then its share less that chunk: 0 or each
+ * errno in @said[0..1].
+ */
+static int grow_pin_then_lease(int in, int out)
+{
+	int said[2] = { -1, -1 }, fd, fd2, keep = -1, p[2], tries;
+	struct stat st;
+
+	said[0] = lease_keep(&fd, CHUNK, &keep);
+	if (said[0] || pipe(p) || fcntl(p[1], F_SETPIPE_SZ, 1 << 20) < 0)
+		return 11;
+	/* zvmmd cuts it back each recheck (50 ms): grown and pinned between. */
+	for (tries = 0; tries < 100; tries++) {
+		size_t off = CHUNK;
+		char *m, drain[4096];
+
+		if (ftruncate(keep, 4 * CHUNK))
+			return 13;
+		m = mmap(NULL, 4 * CHUNK, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_POPULATE, keep, 0);
+		if (m == MAP_FAILED)
+			return 14;
+		for (; off < 4 * CHUNK; off += SZ_2M) {
+			struct iovec iov = { m + off, 4096 };
+
+			if (vmsplice(p[1], &iov, 1, 0) != 4096)
+				break;
+		}
+		munmap(m, 4 * CHUNK);
+		if (off >= 4 * CHUNK)
+			break;
+		fcntl(p[0], F_SETFL, O_NONBLOCK);
+		while (read(p[0], drain, sizeof(drain)) > 0)
+			;
+	}
+	if (tries == 100)
+		return 15;
+	for (int i = 0;
+	     i < 500 && !fstat(keep, &st) && st.st_size > (off_t)CHUNK; i++)
+		usleep(10000);
+	if (st.st_size != (off_t)CHUNK)
+		return 16;
+	/* The recheck that cut it has charged what it could not free. */
+	usleep(200000);
+	said[1] = lease_on(&fd2, MAX / 2 - CHUNK);
+	if (write(out, said, sizeof(said)) != sizeof(said))
+		return 12;
+	return hold(in);
+}
+
+/*
+ * The second review's B4: a chunk grown past its end, the pages there
+ * pinned in a pipe, then cut back by zvmmd: the pinned pages stayed in
+ * the mount's count, charged to no one, and the member leased its whole
+ * share beside them (root was refused). What a cut cannot free is
+ * charged to the chunk's user.
+ */
+Test(zvmmd_shared, pinned_pages_past_a_chunks_end_stay_in_the_share)
+{
+	struct member m;
+	int said[2];
+
+	member_start(&m, MEMBER, grow_pin_then_lease);
+	member_read(&m, said, sizeof(said));
+	cr_assert_eq(said[0], 0, "the first lease: errno %d", said[0]);
+	cr_assert_eq(said[1], ENOMEM,
+		     "its share beside the pinned pages: %d, not ENOMEM",
+		     said[1]);
+	member_end(&m);
+	wait_status("leased_bytes", 0);
+	wait_status("unseen_bytes", 0);
+}
