@@ -165,8 +165,16 @@ def collect(tenant, zvmmd):
                                 if m and m.group(3)}
     finally:
         if daemon:
-            daemon.kill()
-            daemon.wait(timeout=30)
+            # A tenant failed: zvmmd itself first (killing strace alone
+            # left it running, its mount and pages with it), then strace.
+            try:
+                with open(ztrace) as f:
+                    os.kill(int(f.readline().split()[0]), signal.SIGTERM)
+                daemon.wait(timeout=60)
+            except (OSError, ValueError, IndexError,
+                    subprocess.TimeoutExpired):
+                daemon.kill()
+                daemon.wait(timeout=30)
         subprocess.run(['umount', mnt], stderr=subprocess.DEVNULL)
         shutil.rmtree(tmp, ignore_errors=True)
         if nr_old is not None:
