@@ -15,7 +15,8 @@
  * one concept: main.c (parse, new, run, free), chunks.c (mounts, chunk
  * files, the filler thread), leases.c, quarantine.c, listener.c (the
  * socket), peers.c (connections and their checks), status.c (STATUS),
- * config.c (zvmmd.conf).
+ * fdstore.c (systemd's socket activation and fd store), config.c
+ * (zvmmd.conf).
  */
 
 #include <limits.h>
