@@ -17,6 +17,9 @@ struct bench_result {
 	double gbps; /* median */
 	double gbps_min;
 	double gbps_max;
+	/* pool:demand rows: a page's median hand-off, clear and wake (us),
+	 * all 0 elsewhere (zero_demand_time) */
+	double handoff_us, clear_us, wake_us;
 };
 
 /*

@@ -7,10 +7,12 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../lib/log.h"
 #include "../lib/size.h"
+#include "../lib/stats.h"
 #include "../zeroing/engine.h"
 #include "../zeroing/topo.h"
 #include "../zeroing/verify.h"
@@ -146,26 +148,47 @@ static int populate_rows(struct bench *bn, uint64_t page, const unsigned int *w,
 	return ret;
 }
 
+/* The median of each part of @n demand pages' times, in @r. */
+static void demand_split(struct bench_result *r, struct zero_demand_time *dt,
+			 size_t n)
+{
+	double *v = malloc(n * sizeof(*v));
+	double *out[] = { &r->handoff_us, &r->clear_us, &r->wake_us };
+
+	for (unsigned int k = 0; v && n && k < 3; k++) {
+		for (size_t i = 0; i < n; i++)
+			v[i] = !k     ? dt[i].handoff_us :
+			       k == 1 ? dt[i].clear_us :
+					dt[i].wake_us;
+		stats_sort(v, n);
+		*out[k] = stats_median_sorted(v, n);
+	}
+	free(v);
+}
+
 /*
  * pool:demand: one thread asks for every page of a poisoned pool in
  * turn and waits for it, as a vCPU faulting through the pages would;
- * the workers clear each page in chunks of the size the engine picks
- * for itself. No userfaultfd in the way: this is the engine's part of
- * a demand fault (`make bench-demand` measures the whole fault).
+ * the workers clear each page in the extents the engine cuts a demand
+ * page into. No userfaultfd in the way: this is the engine's part of a
+ * demand fault (`make bench-demand` measures the whole fault). Each
+ * page's hand-off, clear and wake are kept for the row's breakdown.
  */
 static int demand_rows(struct bench *bn, struct zero_mem *m,
 		       const unsigned int *w, unsigned int nw)
 {
+	size_t per = m->nr_pages, n = per * bn->o->reps;
+	struct zero_demand_time *dt = calloc(n ? n : 1, sizeof(*dt));
 	const struct zero_backend *b;
 	struct zero_engine *e;
 	uint64_t chunk;
 	double t[64], gbps, t0;
 	int ret;
 
+	if (!dt)
+		return -ENOMEM;
 	ret = engine_backend(m, SZ_2M, &b, &gbps);
-	if (ret)
-		return ret;
-	chunk = zero_chunk_auto(gbps, m->page_bytes);
+	chunk = ret ? 0 : zero_chunk_auto(gbps, m->page_bytes);
 	for (unsigned int k = 0; k < nw && !ret; k++) {
 		bn->step++;
 		ret = make_engine(m, b->name, w[k], chunk, &e);
@@ -177,8 +200,9 @@ static int demand_rows(struct bench *bn, struct zero_mem *m,
 			bench_progress(bn, "pool:demand", m->page_bytes, r + 1);
 			ret = make_dirty(m);
 			t0 = clock_now();
-			for (uint64_t p = 0; p < m->nr_pages && !ret; p++)
-				ret = zero_engine_demand(e, p);
+			for (uint64_t p = 0; p < per && !ret; p++)
+				ret = zero_engine_demand_timed(
+					e, p, &dt[r * per + p]);
 			t[r] = clock_now() - t0;
 			if (!ret &&
 			    zero_pages_count(m->pages, ZP_ZERO) != m->nr_pages)
@@ -188,8 +212,11 @@ static int demand_rows(struct bench *bn, struct zero_mem *m,
 		if (!ret) {
 			bench_record_threads(bn, "pool:demand", m->page_bytes,
 					     chunk, m->bytes, t, w[k], b->name);
+			if (!strcmp(bn->res[bn->nr - 1].method, "pool:demand"))
+				demand_split(&bn->res[bn->nr - 1], dt, n);
 		}
 	}
+	free(dt);
 	return ret;
 }
 

@@ -59,7 +59,21 @@ static void *demand_thread(void *arg)
 		if (!d->scrub_fresh &&
 		    !zero_page_move(d->mem->pages, page, ZP_FRESH, ZP_MAPPED))
 			goto mapped; /* the kernel zeroed it (shmem: zeros) */
-		ret = zero_pool_demand(d->pool, page, true);
+		/* Every other ask is timed: a cancelled one must leave no
+		 * pointer to this stack frame in the pool (TSan, ASan). */
+		if (k % 2) {
+			struct zero_demand_time t;
+
+			ret = zero_pool_demand_timed(d->pool, page, true, &t);
+			if (t.handoff_us < 0 || t.clear_us < 0 ||
+			    t.wake_us < 0) {
+				printf("demand of page %llu: negative time\n",
+				       (unsigned long long)page);
+				d->bad++;
+			}
+		} else {
+			ret = zero_pool_demand(d->pool, page, true);
+		}
 		if (ret == -ECANCELED)
 			break;
 		if (ret) {

@@ -303,6 +303,15 @@ int zero_engine_demand(struct zero_engine *e, uint64_t page)
 	return i < 0 ? -EINVAL : zero_pool_demand(e->pool[i], page, true);
 }
 
+int zero_engine_demand_timed(struct zero_engine *e, uint64_t page,
+			     struct zero_demand_time *t)
+{
+	int i = pool_of(e, page);
+
+	return i < 0 ? -EINVAL :
+		       zero_pool_demand_timed(e->pool[i], page, true, t);
+}
+
 int zero_engine_demand_wait(struct zero_engine *e, uint64_t page)
 {
 	int i = pool_of(e, page);

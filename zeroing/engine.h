@@ -74,6 +74,11 @@ int zero_engine_prezero(struct zero_engine *e, struct zero_prezero_report *r)
 int zero_engine_demand(struct zero_engine *e, uint64_t page)
 	__attribute__((warn_unused_result));
 
+/* zero_engine_demand() telling where the time went (zero_pool_demand_timed). */
+int zero_engine_demand_timed(struct zero_engine *e, uint64_t page,
+			     struct zero_demand_time *t)
+	__attribute__((warn_unused_result));
+
 /* The same for a page zero_engine_demand_async() queued: not counted again. */
 int zero_engine_demand_wait(struct zero_engine *e, uint64_t page)
 	__attribute__((warn_unused_result));

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../lib/inject.h"
+#include "../lib/size.h"
 #include "../lib/thread.h"
 #include "calibrate.h"
 #include "pool.h"
@@ -23,9 +24,13 @@ struct job {
 	uint32_t next_chunk; /* next to claim */
 	uint32_t done_chunks;
 	uint32_t inflight; /* claimed, not finished */
+	uint64_t chunk; /* bytes a claim clears */
 	bool populate; /* FRESH page: one fallocate, the kernel zeroes it */
 	bool demand;
 	uint64_t seq; /* demand order */
+	double t_ask; /* asked for on demand */
+	double t_first; /* first chunk claimed, 0: none yet */
+	struct zero_demand_time *time; /* the asker's, told at settle */
 	struct job *next;
 };
 
@@ -63,6 +68,12 @@ struct zero_pool {
 
 	struct job *jobs; /* every page in ZEROING */
 	uint64_t seq;
+	uint64_t demand_extent; /* a demand page's claims */
+	/* Bumped (atomic) per demand: what a spinning worker watches. */
+	uint64_t demand_gen;
+	/* Idle workers poll rather than sleep until then (clock_now()). */
+	double spin_until;
+	bool cpu_to_spare; /* fewer workers than CPUs: pollers need not yield */
 	struct zero_pool_stats st;
 
 	int notify_fd; /* eventfd written per queued page, -1: none */
@@ -113,11 +124,12 @@ static struct job *new_job_locked(struct zero_pool *pool, uint64_t page,
 	}
 	j->page = page;
 	j->populate = from == ZP_FRESH && !pool->cfg.scrub_fresh;
-	j->nr_chunks = j->populate ?
-			       1 :
-			       (uint32_t)((pb + pool->chunk - 1) / pool->chunk);
+	j->chunk = demand ? pool->demand_extent : pool->chunk;
+	j->nr_chunks = j->populate ? 1 :
+				     (uint32_t)((pb + j->chunk - 1) / j->chunk);
 	j->demand = demand;
 	j->seq = demand ? ++pool->seq : 0;
+	j->t_ask = demand ? clock_now() : 0;
 	j->next = pool->jobs;
 	pool->jobs = j;
 	return j;
@@ -147,6 +159,26 @@ static void queue_locked(struct zero_pool *pool, struct page_queue *q,
 }
 
 /*
+ * A demand page is done: its asker learns where the time went, and idle
+ * workers keep polling a while, since the next fault of a guest touching
+ * its memory comes right after this one.
+ */
+static void settle_demand_locked(struct zero_pool *pool, struct job *job)
+{
+	double now = clock_now(), start;
+
+	pool->spin_until = now + ZERO_POOL_SPIN;
+	if (!job->time)
+		return;
+	/* Joined after its first claim (a background page): no hand-off. */
+	start = job->t_first > job->t_ask ? job->t_first : job->t_ask;
+	job->time->handoff_us = (start - job->t_ask) * 1e6;
+	job->time->clear_us = (now - start) * 1e6;
+	job->time->settled = now;
+	job->time = NULL;
+}
+
+/*
  * Settles a job no worker holds: ZERO when every chunk is done, back to
  * DIRTY when cancelled before that (part of it may hold data).
  */
@@ -166,6 +198,8 @@ static void settle_locked(struct zero_pool *pool, struct job *job)
 		return;
 	if (ret && !pool->error)
 		pool->error = ret;
+	if (job->demand)
+		settle_demand_locked(pool, job);
 	/* Each page is in at most one job: the demand queue cannot
 	 * overflow. The ahead queue is best effort. */
 	if (job->demand)
@@ -310,6 +344,43 @@ static void pin(const struct worker_arg *wa)
 		numa_set_preferred(wa->pool->cfg.node);
 }
 
+/*
+ * An idle worker right after a demand page polls for the next one
+ * instead of sleeping: waking a sleeping thread costs more than a
+ * demand page's hand-off can afford (docs/DESIGN.md 5, "The demand
+ * path", has the breakdown). Returns true when it polled (the caller
+ * looks for work again), false when the caller should sleep. Called and
+ * returns with the lock held; polls without it.
+ */
+static bool spin_locked(struct zero_pool *pool)
+{
+	uint64_t gen = __atomic_load_n(&pool->demand_gen, __ATOMIC_ACQUIRE);
+	double until = pool->spin_until;
+	bool yield = !pool->cpu_to_spare;
+
+	if (pool->stop || pool->cancelled || clock_now() >= until)
+		return false;
+	pthread_mutex_unlock(&pool->lock);
+	while (__atomic_load_n(&pool->demand_gen, __ATOMIC_ACQUIRE) == gen &&
+	       clock_now() < until) {
+		/*
+		 * With a worker on every CPU the asker has none to run on
+		 * but a poller's: yield it, or the asker waits a time slice
+		 * to ask for its next page.
+		 */
+		if (yield)
+			sched_yield();
+		else
+			arch_relax();
+	}
+	pthread_mutex_lock(&pool->lock);
+	/* Timed out with nothing new: sleep next time round. */
+	if (pool->spin_until == until &&
+	    __atomic_load_n(&pool->demand_gen, __ATOMIC_ACQUIRE) == gen)
+		pool->spin_until = 0;
+	return true;
+}
+
 static void *worker(void *arg)
 {
 	struct worker_arg *wa = arg;
@@ -329,7 +400,8 @@ static void *worker(void *arg)
 		job = pick_locked(pool);
 		if (!job) {
 			finish_pass_locked(pool);
-			pthread_cond_wait(&pool->work, &pool->lock);
+			if (!spin_locked(pool))
+				pthread_cond_wait(&pool->work, &pool->lock);
 			continue;
 		}
 		if (!job->demand && pool->rate) {
@@ -346,10 +418,12 @@ static void *worker(void *arg)
 				continue;
 			}
 		}
-		off = (uint64_t)job->next_chunk++ * pool->chunk;
+		off = (uint64_t)job->next_chunk++ * job->chunk;
 		len = job->populate ?
 			      pb :
-			      (pb - off < pool->chunk ? pb - off : pool->chunk);
+			      (pb - off < job->chunk ? pb - off : job->chunk);
+		if (job->demand && !job->t_first)
+			job->t_first = clock_now();
 		job->inflight++;
 		demand = job->demand;
 		if (!demand)
@@ -430,6 +504,31 @@ static int start_worker(struct zero_pool *pool, unsigned int i)
 	return ret;
 }
 
+/* The CPUs this process may run on (its affinity, not the machine's). */
+static unsigned int cpus_allowed(void)
+{
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return 1;
+	return (unsigned int)CPU_COUNT(&set);
+}
+
+/*
+ * A demand page is cut for every worker to take part (two claims each,
+ * so one that wakes late still finds work), in 64 KiB multiples, never
+ * above the background chunk: a 1 GiB page keeps the latency bound.
+ */
+static uint64_t demand_extent(const struct zero_pool *pool)
+{
+	uint64_t pb = pool->cfg.mem->page_bytes;
+	uint64_t parts = 2 * (uint64_t)pool->cfg.nr_workers;
+	uint64_t e = (pb + parts - 1) / parts;
+
+	e = (e + SZ_64K - 1) / SZ_64K * SZ_64K;
+	return e < pool->chunk ? e : pool->chunk;
+}
+
 int zero_pool_create(const struct zero_pool_cfg *cfg, struct zero_pool **out)
 {
 	pthread_condattr_t ca;
@@ -448,6 +547,8 @@ int zero_pool_create(const struct zero_pool_cfg *cfg, struct zero_pool **out)
 	pool->notify_fd = -1;
 	pool->chunk = cfg->chunk < cfg->mem->page_bytes ? cfg->chunk :
 							  cfg->mem->page_bytes;
+	pool->demand_extent = demand_extent(pool);
+	pool->cpu_to_spare = cfg->nr_workers < cpus_allowed();
 	pool->threads = calloc(cfg->nr_workers, sizeof(*pool->threads));
 	pool->args = calloc(cfg->nr_workers, sizeof(*pool->args));
 	pthread_mutex_init(&pool->lock, NULL);
@@ -537,12 +638,21 @@ int zero_pool_wait(struct zero_pool *pool, void (*progress)(void *arg),
 	return ret;
 }
 
+/* Every worker, sleeping or polling, sees demand work at once. */
+static void wake_for_demand_locked(struct zero_pool *pool)
+{
+	__atomic_add_fetch(&pool->demand_gen, 1, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&pool->work);
+}
+
 /*
  * Puts @page ahead of all background work. Returns 0 when it is already
  * ZERO or MAPPED, 1 when a job for it runs (new, or a background one it
- * joined), or a negative errno.
+ * joined), or a negative errno. A new job tells @t, when set, where its
+ * time went.
  */
-static int demand_locked(struct zero_pool *pool, uint64_t page, bool *counted)
+static int demand_locked(struct zero_pool *pool, uint64_t page, bool *counted,
+			 struct zero_demand_time *t)
 {
 	enum zero_page_state s = zero_page_get(pool->cfg.mem->pages, page);
 	struct job *j;
@@ -564,16 +674,21 @@ static int demand_locked(struct zero_pool *pool, uint64_t page, bool *counted)
 		if (j && !j->demand) {
 			j->demand = true;
 			j->seq = ++pool->seq;
+			j->t_ask = clock_now();
 			if (pool->bg_job == j)
 				pool->bg_job = NULL;
-			pthread_cond_broadcast(&pool->work);
+			wake_for_demand_locked(pool);
 		}
+		if (j && t && !j->time)
+			j->time = t;
 		return 1;
 	}
-	if (!new_job_locked(pool, page, s, true, &ret))
-		return ret == -EAGAIN ? demand_locked(pool, page, counted) :
+	j = new_job_locked(pool, page, s, true, &ret);
+	if (!j)
+		return ret == -EAGAIN ? demand_locked(pool, page, counted, t) :
 					ret;
-	pthread_cond_broadcast(&pool->work);
+	j->time = t;
+	wake_for_demand_locked(pool);
 	return 1;
 }
 
@@ -583,18 +698,61 @@ static bool owns(const struct zero_pool *pool, uint64_t page)
 	       page < pool->cfg.first_page + pool->cfg.nr_pages;
 }
 
-int zero_pool_demand(struct zero_pool *pool, uint64_t page, bool count)
+/*
+ * Polls @page's state without the lock until it is no longer ZEROING,
+ * for at most ZERO_POOL_SPIN: an asker asleep on `done` pays a wake-up
+ * per page (2 MiB pages, 2 workers on 2 CPUs: 9.4 us of a 42 us page,
+ * docs/DESIGN.md 5). Where a worker runs on every CPU the asker yields
+ * between looks, so it never holds a CPU a worker clears on.
+ */
+static void asker_spin(struct zero_pool *pool, uint64_t page)
+{
+	const struct zero_pages *pages = pool->cfg.mem->pages;
+	double until = clock_now() + ZERO_POOL_SPIN;
+
+	while (zero_page_get(pages, page) == ZP_ZEROING &&
+	       clock_now() < until) {
+		if (pool->cpu_to_spare)
+			arch_relax();
+		else
+			sched_yield();
+	}
+}
+
+int zero_pool_demand_timed(struct zero_pool *pool, uint64_t page, bool count,
+			   struct zero_demand_time *t)
 {
 	bool counted = !count;
+	struct job *j;
 	int ret;
 
 	if (!owns(pool, page))
 		return -EINVAL;
+	if (t)
+		*t = (struct zero_demand_time){ 0 };
 	pthread_mutex_lock(&pool->lock);
-	while ((ret = demand_locked(pool, page, &counted)) == 1)
+	while ((ret = demand_locked(pool, page, &counted, t)) == 1) {
+		pthread_mutex_unlock(&pool->lock);
+		asker_spin(pool, page);
+		pthread_mutex_lock(&pool->lock);
+		if (zero_page_get(pool->cfg.mem->pages, page) != ZP_ZEROING)
+			continue;
 		pthread_cond_wait(&pool->done, &pool->lock);
+	}
+	/* Not waited for to the end (cancelled): the job keeps no pointer
+	 * to the caller's stack. */
+	j = t ? find_job(pool, page) : NULL;
+	if (j && j->time == t)
+		j->time = NULL;
 	pthread_mutex_unlock(&pool->lock);
+	if (t && t->settled > 0)
+		t->wake_us = (clock_now() - t->settled) * 1e6;
 	return ret;
+}
+
+int zero_pool_demand(struct zero_pool *pool, uint64_t page, bool count)
+{
+	return zero_pool_demand_timed(pool, page, count, NULL);
 }
 
 int zero_pool_demand_async(struct zero_pool *pool, uint64_t page)
@@ -605,7 +763,7 @@ int zero_pool_demand_async(struct zero_pool *pool, uint64_t page)
 	if (!owns(pool, page))
 		return -EINVAL;
 	pthread_mutex_lock(&pool->lock);
-	ret = demand_locked(pool, page, &counted);
+	ret = demand_locked(pool, page, &counted, NULL);
 	pthread_mutex_unlock(&pool->lock);
 	return ret;
 }

@@ -84,6 +84,32 @@ int zero_pool_demand(struct zero_pool *pool, uint64_t page, bool count)
 	__attribute__((warn_unused_result));
 
 /*
+ * Where a demand page's time went, for the bench (docs/DESIGN.md 5):
+ * asked -> a worker claims its first extent (hand-off), -> its last
+ * extent is done (clear), -> the asker runs again (wake).
+ */
+struct zero_demand_time {
+	double handoff_us;
+	double clear_us;
+	double wake_us;
+	double settled; /* clock_now() when the page settled, 0: not seen */
+};
+
+/*
+ * How long an idle worker polls for the next demand page after one, and
+ * the asker for its page, before sleeping, in seconds.
+ */
+#define ZERO_POOL_SPIN 200e-6
+
+/*
+ * zero_pool_demand() that fills @t (all 0 when the page needed no work,
+ * or was already being cleared for another asker).
+ */
+int zero_pool_demand_timed(struct zero_pool *pool, uint64_t page, bool count,
+			   struct zero_demand_time *t)
+	__attribute__((warn_unused_result));
+
+/*
  * The asynchronous form for the event loop: returns 0 when the page is
  * already ZERO or MAPPED, 1 when it is queued (or joined) and will be
  * reported by zero_pool_pop_done() once it settles (ZERO, or DIRTY if

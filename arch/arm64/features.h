@@ -8,4 +8,10 @@ enum {
 
 #define ARCH_NR_FEATURES 1
 
+/* One step of a polling loop: lets the sibling hyperthread run. */
+static inline void arch_relax(void)
+{
+	__asm__ __volatile__("yield" ::: "memory");
+}
+
 #endif

@@ -14,4 +14,10 @@ enum {
 
 #define ARCH_NR_FEATURES 7
 
+/* One step of a polling loop: lets the sibling hyperthread run. */
+static inline void arch_relax(void)
+{
+	__builtin_ia32_pause();
+}
+
 #endif
