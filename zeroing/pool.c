@@ -531,6 +531,7 @@ static uint64_t demand_extent(const struct zero_pool *pool)
 
 int zero_pool_create(const struct zero_pool_cfg *cfg, struct zero_pool **out)
 {
+	pthread_mutexattr_t ma;
 	pthread_condattr_t ca;
 	struct zero_pool *pool;
 	sigset_t all, old;
@@ -551,7 +552,15 @@ int zero_pool_create(const struct zero_pool_cfg *cfg, struct zero_pool **out)
 	pool->cpu_to_spare = cfg->nr_workers < cpus_allowed();
 	pool->threads = calloc(cfg->nr_workers, sizeof(*pool->threads));
 	pool->args = calloc(cfg->nr_workers, sizeof(*pool->args));
-	pthread_mutex_init(&pool->lock, NULL);
+	/*
+	 * Adaptive: the lock is held for a claim or a settle, well under a
+	 * microsecond, and a demand page's asker and workers take it right
+	 * after one another; sleeping on it cost a futex wake each time.
+	 */
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&pool->lock, &ma);
+	pthread_mutexattr_destroy(&ma);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&pool->work, &ca);
