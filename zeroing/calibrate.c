@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,20 +176,55 @@ uint64_t zero_llc_bytes(void)
  * the cache was filled with dirty lines: a store there misses, and a
  * store that allocates evicts a dirty line, so the window costs what
  * clearing guest memory costs (a write to DRAM per line), whatever the
- * cache size. 16 MiB is 0.7 ms at 23 GB/s (an NT store on Xeon model
- * 207, one thread), long enough to time.
+ * cache size. 8 MiB is 0.35 ms at 23 GB/s (an NT store on Xeon model
+ * 207, one thread), long enough to time: a median of 3 or more, and the
+ * outliers timed again, stand for the noise one window has. 16 MiB
+ * windows made a launch's measurement 36-45 ms on AMD EPYC Zen 5 (2
+ * vCPUs) quiet and 54-87 ms with a CPU hog on the other vCPU, which
+ * halves what a cached store gets; 8 MiB, within LAUNCH_BUDGET.
  */
-#define MEASURE_WINDOW (16 * SZ_1M)
+#define MEASURE_WINDOW (8 * SZ_1M)
+/*
+ * A launch's measurement (zero_calibrate_on()) of one chunk size times
+ * outliers again, extra rounds and the busy sibling only while this much
+ * of it has gone (the fill included); the rounds of every backend, never
+ * cut, come first. `zvmm calibrate` has no such bound.
+ */
+#define LAUNCH_BUDGET 0.040
 /* What is assumed of a machine whose sysfs lists no cache. */
 #define LLC_UNKNOWN (256 * SZ_1M)
-/* First pass: a backend under 0.6x the leader is not timed again. */
-#define FIRST_PASS_KEEP 0.6
-/* Timed after the first pass, at most: the leaders. */
-#define MAX_LEADERS 4
+/*
+ * A backend whose median, over at least MIN_WINDOWS windows, is under
+ * 0.6x the leader's leaves the running. Never on one window: with a CPU
+ * hog on the other core (AMD EPYC Zen 5, 2 vCPUs) one window the
+ * scheduler interrupted read about 3.5 GB/s for a backend that clears
+ * 23.8, and a first pass that dropped on it picked memset or
+ * page_at_a_time in 2 launches of 10 (7.5 and 11.6 GB/s, issue 30).
+ */
+#define KEEP 0.6
+#define MIN_WINDOWS 3
+/*
+ * A window under 0.75x its backend's median is an outlier (an interrupt,
+ * a neighbour): left out, and timed again, at most MAX_RETIMES windows a
+ * measurement. A whole round read slow (every backend's window) is
+ * timed again the same way, one window at a time, within that bound.
+ */
+#define OUTLIER 0.75
+#define MAX_RETIMES 12
 /* Extra rounds for the best two when their spread hides the order. */
 #define EXTRA_ROUNDS 2
+/*
+ * The backends within BUSY_BAND of the best, BUSY_MAX at most, are timed
+ * BUSY_ROUNDS windows each beside a busy sibling (busy_pick()): a 0.8x
+ * there was 1.1-1.25x in a scrub on both cores.
+ */
+#define BUSY_BAND 0.75
+#define BUSY_MAX 3
+#define BUSY_ROUNDS 3
 /* Within 0.9x of the best is as good as the best (the issue-20 target). */
 #define TIE 0.9
+/* The windows one backend may be timed in one measurement, at most. */
+#define MAX_SAMPLES (16 + EXTRA_ROUNDS + MAX_RETIMES)
 
 /*
  * A cache size sysfs does not give is said, not silently assumed: with a
@@ -218,9 +255,17 @@ static uint64_t fill_bytes(uint64_t llc)
 	return (f + SZ_2M - 1) & ~(uint64_t)(SZ_2M - 1);
 }
 
+/*
+ * Every backend @reps times (MIN_WINDOWS at least), the re-timed
+ * outliers, the extra rounds and the busy rounds of the best two: each
+ * on a window nothing wrote since the cache was filled.
+ */
 static unsigned int nr_windows(unsigned int reps)
 {
-	return backends_here() + (reps - 1) * MAX_LEADERS + EXTRA_ROUNDS * 2;
+	unsigned int r = reps > MIN_WINDOWS ? reps : MIN_WINDOWS;
+
+	return backends_here() * r + MAX_RETIMES + EXTRA_ROUNDS * 2 +
+	       BUSY_ROUNDS * BUSY_MAX;
 }
 
 uint64_t zero_measure_bytes(uint64_t llc, unsigned int reps)
@@ -237,6 +282,8 @@ struct region {
 	char *buf;
 	uint64_t fill; /* bytes written before timing */
 	unsigned int nwin, next;
+	bool budget; /* a launch's: LAUNCH_BUDGET */
+	double deadline; /* of this chunk size's retimes and extra rounds */
 };
 
 /*
@@ -251,6 +298,9 @@ static void fill_cache(struct region *r)
 	r->next = 0;
 }
 
+double (*zero_calibrate_window_hook)(unsigned int backend, unsigned int nth,
+				     bool busy, double gbps);
+
 /* GB/s of @b on the next fresh window, in calls of @chunk bytes. */
 static double time_window(struct region *r, const struct zero_backend *b,
 			  uint64_t chunk)
@@ -264,46 +314,125 @@ static double time_window(struct region *r, const struct zero_backend *b,
 }
 
 struct samples {
-	double g[ZERO_PROFILE_MAX_BACKENDS][16 + EXTRA_ROUNDS];
+	double g[ZERO_PROFILE_MAX_BACKENDS][MAX_SAMPLES];
 	unsigned int n[ZERO_PROFILE_MAX_BACKENDS];
+	/* Windows timed of each backend, outliers left out included. */
+	unsigned int timed[ZERO_PROFILE_MAX_BACKENDS];
+	unsigned int retimes;
 };
+
+static unsigned int nr_backends(void)
+{
+	unsigned int nb = zero_backend_count();
+
+	return nb > ZERO_PROFILE_MAX_BACKENDS ? ZERO_PROFILE_MAX_BACKENDS : nb;
+}
+
+/* A window of backend @i, as the test hook would have it read. */
+static double window_of(struct region *r, unsigned int i, uint64_t chunk,
+			bool busy, struct samples *s)
+{
+	double g = time_window(r, zero_backend_at(i), chunk);
+	double (*hook)(unsigned int, unsigned int, bool, double) =
+		zero_calibrate_window_hook;
+
+	if (hook)
+		g = hook(i, s->timed[i], busy, g);
+	s->timed[i]++;
+	return g;
+}
+
+static void add_window(struct region *r, unsigned int i, uint64_t chunk,
+		       struct samples *s)
+{
+	if (s->n[i] < MAX_SAMPLES)
+		s->g[i][s->n[i]++] = window_of(r, i, chunk, false, s);
+}
+
+/* Whether a window beyond the rounds of every backend may be timed. */
+static bool more(const struct region *r)
+{
+	return !r->budget || clock_now() < r->deadline;
+}
 
 /* One window for each backend in @set, starting at a rotating place. */
 static void round_of(struct region *r, uint32_t set, uint64_t chunk,
 		     unsigned int turn, struct samples *s)
 {
-	unsigned int nb = zero_backend_count(), k, i;
+	unsigned int nb = nr_backends(), k, i;
 
-	if (nb > ZERO_PROFILE_MAX_BACKENDS)
-		nb = ZERO_PROFILE_MAX_BACKENDS;
 	for (k = 0; k < nb; k++) {
 		i = (k + turn) % nb;
 		if (set & (1u << i))
-			s->g[i][s->n[i]++] =
-				time_window(r, zero_backend_at(i), chunk);
+			add_window(r, i, chunk, s);
 	}
 }
 
+/*
+ * The median; of an even number, the mean of the middle two: the upper
+ * one (stats_median_sorted()) of 4 windows two fast and two slow would
+ * make both slow ones outliers.
+ */
 static double median_of(const double *g, unsigned int n)
 {
-	double t[16 + EXTRA_ROUNDS];
+	double t[MAX_SAMPLES];
 
+	if (!n)
+		return 0;
 	memcpy(t, g, n * sizeof(*t));
 	stats_sort(t, n);
-	return stats_median_sorted(t, n);
+	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+/*
+ * Leaves out the windows of @set under OUTLIER of their backend's median
+ * (once it has MIN_WINDOWS) and times each again, while the bound lets
+ * it; the new window is judged in turn. Interleaved rounds spread a
+ * stretch the scheduler took from the measurement over all backends, one
+ * window each: a whole slow round is re-timed window by window. Returns
+ * whether a window was left out.
+ */
+static bool retime_outliers(struct region *r, uint32_t set, uint64_t chunk,
+			    struct samples *s)
+{
+	unsigned int nb = nr_backends(), i, k;
+	bool any = false;
+
+	for (i = 0; i < nb; i++) {
+		if (!(set & (1u << i)))
+			continue;
+		for (k = 0; s->n[i] >= MIN_WINDOWS && k < s->n[i];) {
+			double m = median_of(s->g[i], s->n[i]);
+
+			if (s->g[i][k] >= OUTLIER * m) {
+				k++;
+				continue;
+			}
+			if (s->retimes == MAX_RETIMES || !more(r))
+				return any;
+			s->retimes++;
+			any = true;
+			s->g[i][k] = s->g[i][--s->n[i]];
+			add_window(r, i, chunk, s);
+			k = 0;
+		}
+	}
+	return any;
 }
 
 /*
  * (max - min) / median of a backend's windows; from 4 windows on without
- * the fastest and the slowest: one window of 16 MiB that a neighbour on
+ * the fastest and the slowest: one window of 8 MiB that a neighbour on
  * the host slowed down (seen: 0.9 of the median, once in 6 runs, on Xeon
  * model 207 under KVM) says nothing of the backends' order.
  */
 static double spread_of(const double *g, unsigned int n, double median)
 {
-	double t[16 + EXTRA_ROUNDS];
+	double t[MAX_SAMPLES];
 	unsigned int lo = 0, hi = n - 1;
 
+	if (!n)
+		return 0;
 	memcpy(t, g, n * sizeof(*t));
 	stats_sort(t, n);
 	if (n >= 4) {
@@ -348,8 +477,8 @@ static bool told_apart(const struct zero_profile_entry *e)
 	return e->gbps[r] / e->gbps[b] * (1 + s / 2) <= 1 / TIE + 1e-9;
 }
 
-static void summarize(const struct samples *s, uint32_t timed,
-		      struct zero_profile_entry *e)
+/* Every backend timed is kept with its median: none is ever dropped. */
+static void summarize(const struct samples *s, struct zero_profile_entry *e)
 {
 	int b, r;
 
@@ -361,60 +490,262 @@ static void summarize(const struct samples *s, uint32_t timed,
 	e->spread = 0;
 	if (b >= 0)
 		e->spread = spread_of(s->g[b], s->n[b], e->gbps[b]);
-	/* A runner-up that lost the first pass has no spread to hide in. */
-	if (r >= 0 && (timed & (1u << r))) {
+	if (r >= 0) {
 		double sr = spread_of(s->g[r], s->n[r], e->gbps[r]);
 
 		e->spread = sr > e->spread ? sr : e->spread;
 	}
 }
 
-/* The backends of @set at or above FIRST_PASS_KEEP of the best, <= 4. */
-static uint32_t first_pass_leaders(const struct samples *s, uint32_t set)
+/* The backends of @set whose median is at or above KEEP of the best's. */
+static uint32_t still_in_running(const struct samples *s, uint32_t set)
 {
+	double m[ZERO_PROFILE_MAX_BACKENDS] = { 0 }, best = 0;
 	uint32_t keep = 0;
-	double best = 0;
 
-	for (unsigned int i = 0; i < ZERO_PROFILE_MAX_BACKENDS; i++)
-		if ((set & (1u << i)) && s->g[i][0] > best)
-			best = s->g[i][0];
-	for (unsigned int k = 0; k < MAX_LEADERS; k++) {
-		int pick = -1;
-
-		for (unsigned int i = 0; i < ZERO_PROFILE_MAX_BACKENDS; i++)
-			if ((set & ~keep & (1u << i)) &&
-			    s->g[i][0] >= FIRST_PASS_KEEP * best &&
-			    (pick < 0 || s->g[i][0] > s->g[pick][0]))
-				pick = (int)i;
-		if (pick < 0)
-			break;
-		keep |= 1u << pick;
+	for (unsigned int i = 0; i < ZERO_PROFILE_MAX_BACKENDS; i++) {
+		if (!(set & (1u << i)))
+			continue;
+		m[i] = median_of(s->g[i], s->n[i]);
+		best = m[i] > best ? m[i] : best;
 	}
+	for (unsigned int i = 0; i < ZERO_PROFILE_MAX_BACKENDS; i++)
+		if ((set & (1u << i)) &&
+		    (s->n[i] < MIN_WINDOWS || m[i] >= KEEP * best))
+			keep |= 1u << i;
 	return keep;
 }
 
+/*
+ * A sibling: a thread on another CPU of this thread's set that clears
+ * memory as a second worker would, with the backend being timed, over
+ * the filled part of the region (out of cache, and no window), while
+ * this thread times its window.
+ */
+struct sibling {
+	pthread_t t;
+	int cpu;
+	const struct region *r;
+	uint64_t chunk;
+	int backend; /* to clear with; -1 idle */
+	int seen; /* the backend it clears with now */
+	int stop;
+};
+
+static void *sibling_run(void *arg)
+{
+	struct sibling *sb = arg;
+	uint64_t off = 0, span = sb->r->fill / sb->chunk * sb->chunk;
+	int b;
+
+	while (!__atomic_load_n(&sb->stop, __ATOMIC_RELAXED)) {
+		b = __atomic_load_n(&sb->backend, __ATOMIC_ACQUIRE);
+		__atomic_store_n(&sb->seen, b, __ATOMIC_RELEASE);
+		if (b < 0 || !span)
+			continue;
+		zero_backend_at((unsigned int)b)
+			->clear(sb->r->buf + off, sb->chunk);
+		off = off + sb->chunk < span ? off + sb->chunk : 0;
+	}
+	return NULL;
+}
+
+/*
+ * The sibling started on a CPU of this thread's set other than the one
+ * it runs on, this thread pinned where it is (*old: its set before).
+ * -ENODEV when there is no other CPU; the thread's error otherwise.
+ */
+static int sibling_start(struct sibling *sb, const struct region *r,
+			 uint64_t chunk, cpu_set_t *old)
+{
+	pthread_attr_t attr;
+	cpu_set_t one, other;
+	int self = sched_getcpu(), ret;
+
+	/* sched_getaffinity(0): this thread's (tools/syscalls.py knows it). */
+	if (self < 0 || sched_getaffinity(0, sizeof(*old), old))
+		return -ENODEV;
+	sb->cpu = -1;
+	for (int c = 0; c < CPU_SETSIZE && sb->cpu < 0; c++)
+		if (c != self && CPU_ISSET(c, old))
+			sb->cpu = c;
+	if (sb->cpu < 0)
+		return -ENODEV;
+	CPU_ZERO(&one);
+	CPU_SET(self, &one);
+	CPU_ZERO(&other);
+	CPU_SET(sb->cpu, &other);
+	sb->r = r;
+	sb->chunk = chunk;
+	sb->backend = sb->seen = -1;
+	sb->stop = 0;
+	ret = pthread_attr_init(&attr);
+	if (ret)
+		return -ret;
+	ret = pthread_attr_setaffinity_np(&attr, sizeof(other), &other);
+	if (!ret)
+		ret = pthread_create(&sb->t, &attr, sibling_run, sb);
+	pthread_attr_destroy(&attr);
+	if (ret)
+		return -ret;
+	pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+	return 0;
+}
+
+/*
+ * Sets the sibling clearing with @b and waits until it does, 20 ms at
+ * most: its CPU may be busy already, and a hog there leaves it a share.
+ */
+static void sibling_clear_with(struct sibling *sb, int b)
+{
+	double t0 = clock_now();
+
+	__atomic_store_n(&sb->backend, b, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&sb->seen, __ATOMIC_ACQUIRE) != b &&
+	       clock_now() - t0 < 0.02)
+		;
+}
+
+static void sibling_stop(struct sibling *sb, const cpu_set_t *old)
+{
+	__atomic_store_n(&sb->stop, 1, __ATOMIC_RELAXED);
+	pthread_join(sb->t, NULL);
+	pthread_setaffinity_np(pthread_self(), sizeof(*old), old);
+}
+
+/*
+ * The candidates @cand, timed in interleaved rounds while the sibling
+ * clears with the same backend, as the engine's workers all do at once.
+ * One thread alone does not rank them as a scrub does: on AMD EPYC Zen 5
+ * (2 vCPUs) movq led clzero in 8 MiB windows (20-25 GB/s against 19-20)
+ * while `zvmm prezero` of a 4 GiB pool on both cores ran clzero at 38-44
+ * and movq at 34-35 (0.8x); a cached store reads each line before it
+ * writes it, and two cores together run out of memory bandwidth first.
+ * Returns the candidate with the best median, -1 when there is no other
+ * CPU or no thread.
+ */
+static int busy_pick(struct region *r, uint64_t chunk, const int *cand,
+		     unsigned int nc, struct samples *s)
+{
+	double g[BUSY_MAX][BUSY_ROUNDS], m, best = 0;
+	struct sibling sb;
+	cpu_set_t old;
+	int pick = -1;
+
+	if (sibling_start(&sb, r, chunk, &old))
+		return -1;
+	for (unsigned int k = 0; k < BUSY_ROUNDS; k++)
+		for (unsigned int j = 0; j < nc; j++) {
+			unsigned int w = (j + k) % nc;
+
+			sibling_clear_with(&sb, cand[w]);
+			g[w][k] = window_of(r, (unsigned int)cand[w], chunk,
+					    true, s);
+		}
+	sibling_stop(&sb, &old);
+	for (unsigned int j = 0; j < nc; j++) {
+		m = median_of(g[j], BUSY_ROUNDS);
+		if (r->budget)
+			pr_debug(
+				"calibrate: %s %.1f GB/s beside a sibling on CPU %d clearing with it",
+				zero_backend_at((unsigned int)cand[j])->name, m,
+				sb.cpu);
+		if (m > best) {
+			best = m;
+			pick = cand[j];
+		}
+	}
+	return pick;
+}
+
+/*
+ * The backends of @e within BUSY_BAND of the best, best first, at most
+ * BUSY_MAX: those a busy sibling may reorder.
+ */
+static unsigned int candidates(const struct zero_profile_entry *e, int *cand)
+{
+	unsigned int nc = 0;
+	int b, sec;
+
+	leaders(e, &b, &sec);
+	if (b < 0)
+		return 0;
+	while (nc < BUSY_MAX) {
+		int pick = -1;
+
+		for (int i = 0; i < ZERO_PROFILE_MAX_BACKENDS; i++) {
+			bool taken = false;
+
+			for (unsigned int j = 0; j < nc; j++)
+				taken |= cand[j] == i;
+			if (!taken && e->gbps[i] >= BUSY_BAND * e->gbps[b] &&
+			    (pick < 0 || e->gbps[i] > e->gbps[pick]))
+				pick = i;
+		}
+		if (pick < 0)
+			break;
+		cand[nc++] = pick;
+	}
+	return nc;
+}
+
+/*
+ * Interleaved rounds of every backend of @set, each judged by its
+ * median: MIN_WINDOWS rounds (or @reps) of all, a backend leaving the
+ * running only when its median over them is under KEEP of the best's,
+ * outliers re-timed after each round; then, while the best two's spread
+ * hides their order, extra rounds of those two, and last the busy
+ * sibling. *decided says how the pick was taken.
+ */
 static void measure_chunk(struct region *r, uint64_t chunk, unsigned int reps,
 			  uint32_t set, struct zero_profile_entry *e)
 {
 	struct samples s;
-	uint32_t lead;
-	unsigned int k, turn = 0;
+	unsigned int k, turn = 0, rounds, nc;
+	int b, sec, pick, cand[BUSY_MAX];
+	double t0 = clock_now(), t1;
 
 	memset(&s, 0, sizeof(s));
+	r->deadline = t0 + LAUNCH_BUDGET;
 	fill_cache(r);
-	round_of(r, set, chunk, turn++, &s);
-	lead = first_pass_leaders(&s, set);
-	for (k = 1; k < reps; k++)
-		round_of(r, lead, chunk, turn++, &s);
-	summarize(&s, lead, e);
-	for (k = 0; k < EXTRA_ROUNDS && !told_apart(e); k++) {
-		int b, sec;
-
+	t1 = clock_now();
+	rounds = reps > MIN_WINDOWS ? reps : MIN_WINDOWS;
+	for (k = 0; k < rounds; k++) {
+		round_of(r, set, chunk, turn++, &s);
+		retime_outliers(r, set, chunk, &s);
+		if (k + 1 >= MIN_WINDOWS)
+			set = still_in_running(&s, set);
+	}
+	summarize(&s, e);
+	e->decided = ZERO_DECIDED_LEAD;
+	/*
+	 * Backends close to the best are ranked beside a busy sibling, as
+	 * the engine's workers clear; without another CPU, by more rounds of
+	 * the best two while their spread hides the order.
+	 */
+	nc = candidates(e, cand);
+	pick = nc > 1 ? busy_pick(r, chunk, cand, nc, &s) : -1;
+	for (k = 0; pick < 0 && k < EXTRA_ROUNDS && !told_apart(e) && more(r);
+	     k++) {
 		leaders(e, &b, &sec);
-		if (sec < 0 || !(lead & (1u << sec)))
+		if (sec < 0)
 			break;
 		round_of(r, (1u << b) | (1u << sec), chunk, turn++, &s);
-		summarize(&s, lead, e);
+		retime_outliers(r, (1u << b) | (1u << sec), chunk, &s);
+		summarize(&s, e);
+	}
+	/* A launch's, under --verbose; `zvmm calibrate` prints its table. */
+	if (r->budget)
+		pr_debug(
+			"calibrate: %llu MiB of cache filled in %.1f ms, %u windows of %u MiB in %.1f ms (%u timed again)",
+			(unsigned long long)(r->fill >> 20), (t1 - t0) * 1e3,
+			r->next, (unsigned int)(MEASURE_WINDOW >> 20),
+			(clock_now() - t1) * 1e3, s.retimes);
+	if (pick >= 0) {
+		e->best = pick;
+		e->decided = ZERO_DECIDED_BUSY;
+	} else if (!told_apart(e)) {
+		e->decided = ZERO_DECIDED_NOISE;
 	}
 }
 
@@ -446,9 +777,11 @@ static uint32_t profile_begin(struct zero_profile *p, uint64_t bytes,
 
 static int calibrate_region(const uint64_t *chunks, unsigned int nr, char *buf,
 			    uint64_t bytes, uint64_t llc, unsigned int reps,
-			    uint32_t only, struct zero_profile *p)
+			    uint32_t only, bool budget, struct zero_profile *p)
 {
-	struct region r = { .buf = buf, .nwin = nr_windows(reps) };
+	struct region r = { .buf = buf,
+			    .nwin = nr_windows(reps),
+			    .budget = budget };
 	uint32_t set;
 	unsigned int i;
 
@@ -459,12 +792,15 @@ static int calibrate_region(const uint64_t *chunks, unsigned int nr, char *buf,
 	for (unsigned int c = 0; c < nr; c++) {
 		p->e[c].chunk = chunks[c];
 		measure_chunk(&r, chunks[c], reps, set, &p->e[c]);
-		/* A backend out of the running at one chunk size stays out. */
+		/*
+		 * A backend whose median left the running at one chunk size
+		 * stays out: a median of 3 windows or more, never one.
+		 */
 		if (c == 0)
 			set = 0;
 		for (i = 0; c == 0 && i < ZERO_PROFILE_MAX_BACKENDS; i++)
 			if (p->e[0].gbps[i] >=
-			    FIRST_PASS_KEEP * p->e[0].gbps[p->e[0].best])
+			    KEEP * p->e[0].gbps[p->e[0].best])
 				set |= 1u << i;
 	}
 	return 0;
@@ -490,7 +826,8 @@ int zero_calibrate(const uint64_t *chunks, unsigned int nr, uint64_t buf_bytes,
 	 * it at debug level, which zvmm's --verbose shows. */
 	if (!llc)
 		say_llc_assumed(LOG_INFO);
-	ret = calibrate_region(chunks, nr, buf, buf_bytes, llc, reps, 0, p);
+	ret = calibrate_region(chunks, nr, buf, buf_bytes, llc, reps, 0, false,
+			       p);
 	munmap(buf, buf_bytes);
 	return ret;
 }
@@ -548,7 +885,7 @@ int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
 		say_llc_assumed(LOG_DEBUG);
 	if (buf && buf_bytes >= need)
 		return calibrate_region(chunks, nr, buf, need, llc, reps, only,
-					p);
+					true, p);
 	/*
 	 * Less dirty memory than an out-of-cache measurement needs: the
 	 * whole scrub is small, and a buffer of zvmm's own as big as the
@@ -562,7 +899,7 @@ int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
 	ret = warm_buffer(need, &own);
 	if (ret)
 		return ret;
-	ret = calibrate_region(chunks, nr, own, need, llc, reps, only, p);
+	ret = calibrate_region(chunks, nr, own, need, llc, reps, only, true, p);
 	munmap(own, need);
 	return ret;
 }
@@ -575,7 +912,7 @@ int zero_profile_entry_check(const struct zero_profile *p,
 		return -ENOEXEC;
 	if (p->reps < 3 || p->reps > 16 ||
 	    p->region < zero_measure_bytes(zero_llc_bytes(), p->reps) ||
-	    !told_apart(e))
+	    (!told_apart(e) && e->decided != ZERO_DECIDED_BUSY))
 		return -EAGAIN;
 	return 0;
 }
@@ -612,6 +949,14 @@ void zero_machine_get(struct zero_machine *m)
 	zero_backend_list(m->features, " ", m->backends, sizeof(m->backends));
 }
 
+static const char *const decided_names[] = { "", "lead", "busy_sibling",
+					     "noise" };
+
+const char *zero_decided_name(enum zero_decided d)
+{
+	return d <= ZERO_DECIDED_NOISE ? decided_names[d] : "?";
+}
+
 const char *zero_backend_source_name(enum zero_backend_source s)
 {
 	static const char *const names[] = { "policy", "profile", "measured",
@@ -635,7 +980,11 @@ void zero_profile_print(const struct zero_profile *p, FILE *f)
 		"; size the engine uses, on the machine described here only.\n"
 		"; Measured on `region` bytes, the first `llc` of them (the\n"
 		"; last-level cache) written before timing, `reps` windows per\n"
-		"; leader; `spread` is (max - min) / median of the best two.\n"
+		"; backend; `spread` is (max - min) / median of the best two,\n"
+		"; `decided` how the best was picked: `lead` (its lead over\n"
+		"; the runner-up survives the spread), `busy_sibling` (the two\n"
+		"; within the noise, the one faster beside a busy CPU) or\n"
+		"; `noise` (no other CPU to try; measured again).\n"
 		"; `llc = 0`: sysfs listed no cache, and `llc_assumed` bytes\n"
 		"; were written instead.\n"
 		"[profile]\nversion = 2\narch = %s\ncpu = %s\ncpu_id = %s\n"
@@ -658,6 +1007,9 @@ void zero_profile_print(const struct zero_profile *p, FILE *f)
 				zero_backend_at((unsigned int)e->best)->name);
 		if (e->spread >= 0)
 			fprintf(f, "spread = %.3f\n", e->spread);
+		if (e->decided != ZERO_DECIDED_UNKNOWN)
+			fprintf(f, "decided = %s\n",
+				zero_decided_name(e->decided));
 		for_each_backend(i, b)
 			if (e->gbps[i] > 0)
 				fprintf(f, "%s = %.2f\n", b->name, e->gbps[i]);
@@ -907,6 +1259,16 @@ static int profile_key(void *user, const char *section, const char *name,
 	}
 	if (!strcmp(name, "spread"))
 		return parse_double(value, 0, PROFILE_SPREAD_MAX, &e->spread);
+	/* Not in a profile of an older zvmm: ZERO_DECIDED_UNKNOWN. */
+	if (!strcmp(name, "decided")) {
+		for (unsigned int d = ZERO_DECIDED_LEAD;
+		     d <= ZERO_DECIDED_NOISE; d++)
+			if (!strcmp(value, decided_names[d])) {
+				e->decided = (enum zero_decided)d;
+				return 1;
+			}
+		return 0;
+	}
 	idx = zero_backend_index(name);
 	if (idx < 0 || idx >= ZERO_PROFILE_MAX_BACKENDS)
 		return 0;
@@ -1132,7 +1494,7 @@ static uint32_t still_running(const struct zero_profile *p)
 
 		for (unsigned int i = 0; i < ZERO_PROFILE_MAX_BACKENDS; i++)
 			if (e->best >= 0 && e->gbps[i] > 0 &&
-			    e->gbps[i] >= FIRST_PASS_KEEP * e->gbps[e->best])
+			    e->gbps[i] >= KEEP * e->gbps[e->best])
 				set |= 1u << i;
 	}
 	return set;
@@ -1174,11 +1536,23 @@ static int backend_auto(uint64_t chunk, const char *profile_path,
 		 * enough (DESIGN.md 6): 50-70 ms on Xeon model 207 with a
 		 * 300 MiB L3, most of it filling that cache.
 		 */
+		double t0 = clock_now();
 		int err = zero_calibrate_on(&chunk, 1, scratch, scratch_bytes,
 					    3, ret ? 0 : still_running(p), &m);
 
 		if (err)
 			return err;
+		/* bench/newuser.sh reads this line. */
+		pr_debug(
+			"backend = auto: measured in %.1f ms on %llu MiB, best %s at %llu, decided by %s",
+			(clock_now() - t0) * 1e3,
+			(unsigned long long)(m.region >> 20),
+			m.e[0].best >= 0 ?
+				zero_backend_at((unsigned int)m.e[0].best)->name :
+				"none",
+			(unsigned long long)chunk,
+			m.e[0].decided ? zero_decided_name(m.e[0].decided) :
+					 "median");
 		if (keep && profile_path)
 			keep_measurement(p, !ret, &m, profile_path);
 		e = &m.e[0];

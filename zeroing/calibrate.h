@@ -21,6 +21,23 @@
 #define ZERO_PROFILE_MAX_CHUNKS 8
 #define ZERO_PROFILE_MAX_BACKENDS 16
 
+/*
+ * How a chunk size's best was picked: by a lead its spread could not hide
+ * (`decided = lead`), or, when the best two stayed within the noise, as
+ * the one that held up beside a thread spinning on another CPU
+ * (`busy_sibling`); `noise` when there was no other CPU to try (not
+ * trusted: measured again at the next launch). A profile of an older
+ * zvmm does not say (ZERO_DECIDED_UNKNOWN): its spread alone is looked at.
+ */
+enum zero_decided {
+	ZERO_DECIDED_UNKNOWN,
+	ZERO_DECIDED_LEAD,
+	ZERO_DECIDED_BUSY,
+	ZERO_DECIDED_NOISE,
+};
+
+const char *zero_decided_name(enum zero_decided d);
+
 struct zero_profile_entry {
 	uint64_t chunk;
 	int best; /* registry index, -1 if none */
@@ -30,6 +47,7 @@ struct zero_profile_entry {
 	 * the larger; -1 when not recorded (a profile of an older zvmm).
 	 */
 	double spread;
+	enum zero_decided decided;
 };
 
 /*
@@ -100,8 +118,12 @@ uint64_t zero_auto_bytes(void);
 /*
  * Measures the backends that run here at each of @chunks, out of cache
  * (zero_measure_bytes() of this machine, or @buf_bytes when larger), in
- * rounds of @reps timed windows: all of them once, then the leaders
- * only. Keeps the medians, the spread and what was measured on.
+ * interleaved rounds of @reps (3 at least) timed windows of every
+ * backend, each judged by its median: a backend leaves the running only
+ * on its median, a window far under its backend's median is timed
+ * again, and the best two, when their spread hides their order, are
+ * timed more, then beside a busy CPU (zero_profile_entry::decided).
+ * Keeps the medians, the spread and what was measured on.
  * Returns 0 or a negative errno (-ENOMEM when the buffer cannot be had).
  */
 int zero_calibrate(const uint64_t *chunks, unsigned int nr, uint64_t buf_bytes,
@@ -124,7 +146,8 @@ int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
  * region the rule needs for this machine's last-level cache, with at
  * least 3 windows a backend, its best one that runs here, and the best
  * told apart from the runner-up (their spread could not hide a runner-up
- * more than 10% faster). 0, -EAGAIN (in cache, too few windows, or too
+ * more than 10% faster) or, within the noise of each other, decided by
+ * how they held up beside a busy CPU. 0, -EAGAIN (in cache, too few windows, or too
  * noisy) or -ENOEXEC (a best this CPU cannot run).
  */
 int zero_profile_entry_check(const struct zero_profile *p,
@@ -163,7 +186,8 @@ struct zero_profile_head {
  * text longer than its field or that would not read back as
  * zero_profile_print() writes it (a ';' first or after a blank: a
  * comment there), a best that is no backend, a [chunk X] whose X is
- * not the size as zvmm writes it ("2M", not "2048K"), a [chunk X]
+ * not the size as zvmm writes it ("2M", not "2048K"), a `decided` other
+ * than lead, busy_sibling or noise, a [chunk X]
  * header seen before (also with no key between) or a ninth. What
  * zero_profile_print() writes of a profile read reads back the same.
  */
@@ -238,5 +262,15 @@ int zero_backend_auto_read(uint64_t chunk, const char *profile_path,
 			   const struct zero_backend **out, double *gbps,
 			   enum zero_backend_source *from)
 	__attribute__((warn_unused_result));
+
+/*
+ * For tests only: when set, each timed window of a measurement reads as
+ * what it returns, given the backend's registry index, how many windows
+ * of it this chunk size's measurement timed before (0 first), whether a
+ * CPU beside it was kept busy, and the rate measured. NULL: as measured.
+ */
+extern double (*zero_calibrate_window_hook)(unsigned int backend,
+					    unsigned int nth, bool busy,
+					    double gbps);
 
 #endif
