@@ -203,7 +203,8 @@ IMPORTS = {
     'pthread_mutex_unlock': 'futex', 'pthread_once': 'futex',
     'pthread_setaffinity_np': 'sched_setaffinity',
     'pthread_sigmask': 'rt_sigprocmask', 'sched_getaffinity':
-    'sched_getaffinity',
+    'sched_getaffinity', 'sched_yield': 'sched_yield',
+    'pthread_mutexattr_*': '', '__sched_cpucount': '',
     # the vDSO answers these; a clock source it cannot read falls back
     'clock_gettime': 'clock_gettime', 'sched_getcpu': 'getcpu',
     # files
