@@ -215,10 +215,11 @@ uint64_t zero_llc_bytes(void)
 #define EXTRA_ROUNDS 2
 /*
  * The backends within BUSY_BAND of the best, BUSY_MAX at most, are timed
- * BUSY_ROUNDS windows each beside a busy sibling (busy_pick()): a 0.8x
- * there was 1.1-1.25x in a scrub on both cores.
+ * BUSY_ROUNDS windows each beside a busy sibling (busy_pick()): those
+ * within the noise of the best (TIE). With 0.75, page_at_a_time won
+ * there 3 times in 10 and scrubbed at 0.72-0.83x the best.
  */
-#define BUSY_BAND 0.75
+#define BUSY_BAND TIE
 #define BUSY_MAX 3
 #define BUSY_ROUNDS 3
 /* Within 0.9x of the best is as good as the best (the issue-20 target). */
@@ -290,11 +291,21 @@ struct region {
  * Fills the cache with dirty lines: memset in 64 KiB calls, below any
  * size where glibc switches to non-temporal stores (which would leave
  * the cache empty and let the next window's stores land in it free).
+ * Where the movq backend runs (plain 64-bit stores, temporal too) it
+ * fills instead: 256 MiB took it 9.7-10.8 ms against memset's 13.2-15.4
+ * on AMD EPYC Zen 5, a third of a launch's measurement there.
  */
 static void fill_cache(struct region *r)
 {
+	int i = zero_backend_index("movq");
+	const struct zero_backend *b =
+		i >= 0 ? zero_backend_at((unsigned int)i) : NULL;
+
 	for (uint64_t off = 0; off < r->fill; off += SZ_64K)
-		memset(r->buf + off, 0, SZ_64K);
+		if (b && zero_backend_runs_here(b))
+			b->clear(r->buf + off, SZ_64K);
+		else
+			memset(r->buf + off, 0, SZ_64K);
 	r->next = 0;
 }
 
@@ -593,16 +604,19 @@ static int sibling_start(struct sibling *sb, const struct region *r,
 }
 
 /*
- * Sets the sibling clearing with @b and waits until it does, 20 ms at
- * most: its CPU may be busy already, and a hog there leaves it a share.
+ * Sets the sibling clearing with @b and waits until it does, @wait s at
+ * most: its CPU may be busy already, and a hog there leaves it a share
+ * only every few ms (waiting 20 ms at each of the 9 switches made a
+ * launch's measurement 73 ms under a hog; the sibling clears on with
+ * the last backend meanwhile).
  */
-static void sibling_clear_with(struct sibling *sb, int b)
+static void sibling_clear_with(struct sibling *sb, int b, double wait)
 {
 	double t0 = clock_now();
 
 	__atomic_store_n(&sb->backend, b, __ATOMIC_RELEASE);
 	while (__atomic_load_n(&sb->seen, __ATOMIC_ACQUIRE) != b &&
-	       clock_now() - t0 < 0.02)
+	       clock_now() - t0 < wait)
 		;
 }
 
@@ -615,14 +629,14 @@ static void sibling_stop(struct sibling *sb, const cpu_set_t *old)
 
 /*
  * The candidates @cand, timed in interleaved rounds while the sibling
- * clears with the same backend, as the engine's workers all do at once.
- * One thread alone does not rank them as a scrub does: on AMD EPYC Zen 5
- * (2 vCPUs) movq led clzero in 8 MiB windows (20-25 GB/s against 19-20)
- * while `zvmm prezero` of a 4 GiB pool on both cores ran clzero at 38-44
- * and movq at 34-35 (0.8x); a cached store reads each line before it
- * writes it, and two cores together run out of memory bandwidth first.
- * Returns the candidate with the best median, -1 when there is no other
- * CPU or no thread.
+ * clears with the same backend, as the engine's workers all do at once:
+ * the pick between backends within the noise of each other is the one
+ * that holds up beside a busy core. Returns the candidate with the best
+ * median there, -1 when there is no other CPU or no thread. What it
+ * does not see: on AMD EPYC Zen 5 (2 vCPUs) with a hog on the other
+ * vCPU, movq led clzero in 8 MiB windows, alone (20-25 GB/s against
+ * 19-20) and beside the sibling, while `zvmm prezero` of a 4 GiB pool on
+ * both vCPUs, quiet, ran clzero at 38-44 and movq at 34-35.
  */
 static int busy_pick(struct region *r, uint64_t chunk, const int *cand,
 		     unsigned int nc, struct samples *s)
@@ -638,7 +652,7 @@ static int busy_pick(struct region *r, uint64_t chunk, const int *cand,
 		for (unsigned int j = 0; j < nc; j++) {
 			unsigned int w = (j + k) % nc;
 
-			sibling_clear_with(&sb, cand[w]);
+			sibling_clear_with(&sb, cand[w], k || j ? 0.001 : 0.02);
 			g[w][k] = window_of(r, (unsigned int)cand[w], chunk,
 					    true, s);
 		}
