@@ -6,6 +6,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "../lib/log.h"
 #include "../lib/safefile.h"
 #include "../lib/size.h"
+#include "../lib/thread.h"
 #include "../lib/stats.h"
 #include "../lib/sysfs.h"
 #include "calibrate.h"
@@ -549,6 +551,9 @@ static void *sibling_run(void *arg)
 	uint64_t off = 0, span = sb->r->fill / sb->chunk * sb->chunk;
 	int b;
 
+	/* It clears as a worker does, and makes a worker's system calls
+	 * (include/zvmm/syscalls.list lists threads by name). */
+	thread_name("zvmm-worker");
 	while (!__atomic_load_n(&sb->stop, __ATOMIC_RELAXED)) {
 		b = __atomic_load_n(&sb->backend, __ATOMIC_ACQUIRE);
 		__atomic_store_n(&sb->seen, b, __ATOMIC_RELEASE);
@@ -571,6 +576,7 @@ static int sibling_start(struct sibling *sb, const struct region *r,
 {
 	pthread_attr_t attr;
 	cpu_set_t one, other;
+	sigset_t all, mask;
 	int self = sched_getcpu(), ret;
 
 	/* sched_getaffinity(0): this thread's (tools/syscalls.py knows it). */
@@ -594,8 +600,13 @@ static int sibling_start(struct sibling *sb, const struct region *r,
 	if (ret)
 		return -ret;
 	ret = pthread_attr_setaffinity_np(&attr, sizeof(other), &other);
+	/* No signal of the embedding process goes to it (as the pool's
+	 * workers, zeroing/pool.c). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &mask);
 	if (!ret)
 		ret = pthread_create(&sb->t, &attr, sibling_run, sb);
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
 	pthread_attr_destroy(&attr);
 	if (ret)
 		return -ret;
