@@ -6,7 +6,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/mman.h>
@@ -297,11 +296,11 @@ static const char *verdict(bool met)
 /* The kernel's release, for the rows it is compared with. */
 static const char *kernel_release(void)
 {
-	static struct utsname u;
+	static struct zero_machine m;
 
-	if (!u.release[0] && uname(&u))
-		snprintf(u.release, sizeof(u.release), "unknown");
-	return u.release;
+	if (!m.kernel[0])
+		zero_machine_get(&m);
+	return m.kernel;
 }
 
 /*
