@@ -221,6 +221,31 @@ static bool mounted(void)
 }
 
 /*
+ * After a restart: the new zvmmd counts the HELD bytes the tenant kept
+ * (a lease past max - HELD is refused, the rest is not), what the tenant
+ * wrote is still its own, and once it lets go (@fd, its connection,
+ * closed too) all of max can be leased and nothing is left held.
+ */
+static void held_counted_then_freed(int fd)
+{
+	cr_assert_eq(status_num("unseen_bytes"), (long long)HELD,
+		     "the new zvmmd does not count what the tenant holds");
+	cr_assert_eq(lease_try(MAX - HELD + CHUNK), ENOMEM,
+		     "a lease past max was not refused");
+	cr_assert_eq(lease_try(MAX - HELD), 0, "the rest of max was refused");
+	wait_status("leased_bytes", 0);
+	for (uint64_t off = 0; off < HELD; off += SZ_2M)
+		cr_assert_eq(held_map[off], 0x5a, "byte %llu changed",
+			     (unsigned long long)off);
+	held_drop();
+	close(fd);
+	wait_status("unseen_bytes", 0);
+	cr_assert_eq(lease_try(MAX), 0, "all of max was refused");
+	wait_status("leased_bytes", 0);
+	wait_status("quarantined_bytes", 0);
+}
+
+/*
  * A tenant of the first zvmmd leases HELD bytes, maps them side by side
  * and writes every page (its guest's memory); zvmmd then goes with @sig
  * and a second one starts on the same config. It must count HELD as in
@@ -251,25 +276,9 @@ static void restart_with_memory_held(int sig)
 	cr_assert(mounted(),
 		  "the mount that counts the tenant's pages is gone");
 	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
-	cr_assert_eq(status_num("unseen_bytes"), (long long)HELD,
-		     "the new zvmmd does not count what the tenant holds");
-	cr_assert_eq(lease_try(MAX - HELD + CHUNK), ENOMEM,
-		     "a lease past max was not refused");
-	cr_assert_eq(lease_try(MAX - HELD), 0, "the rest of max was refused");
-	wait_status("leased_bytes", 0);
-
-	/* What the tenant wrote is still its own. */
-	for (uint64_t off = 0; off < HELD; off += SZ_2M)
-		cr_assert_eq(held_map[off], 0x5a, "byte %llu changed",
-			     (unsigned long long)off);
-	held_drop();
-	close(fd);
-	wait_status("unseen_bytes", 0);
-	cr_assert_eq(lease_try(MAX), 0, "all of max was refused");
+	held_counted_then_freed(fd);
 
 	/* Nothing held: a stop leaves no mount. */
-	wait_status("leased_bytes", 0);
-	wait_status("quarantined_bytes", 0);
 	daemon_stop(SIGTERM);
 	cr_assert_not(mounted(),
 		      "zvmmd stopped with nothing held left its mount");
@@ -387,21 +396,7 @@ Test(zvmmd_restart, under_systemd_the_fd_store_keeps_the_mount,
 	cr_assert(strstr(text, "FDSTOREREMOVE=1") &&
 			  strstr(text, "FDNAME=zvmmd-pool-2M"),
 		  "zvmmd said: %s", text);
-	cr_assert_eq(status_num("unseen_bytes"), (long long)HELD,
-		     "the new zvmmd does not count what the tenant holds");
-	cr_assert_eq(lease_try(MAX - HELD + CHUNK), ENOMEM,
-		     "a lease past max was not refused");
-	cr_assert_eq(lease_try(MAX - HELD), 0, "the rest of max was refused");
-	wait_status("leased_bytes", 0);
-	for (uint64_t off = 0; off < HELD; off += SZ_2M)
-		cr_assert_eq(held_map[off], 0x5a, "byte %llu changed",
-			     (unsigned long long)off);
-	held_drop();
-	close(fd);
-	wait_status("unseen_bytes", 0);
-	cr_assert_eq(lease_try(MAX), 0, "all of max was refused");
-	wait_status("leased_bytes", 0);
-	wait_status("quarantined_bytes", 0);
+	held_counted_then_freed(fd);
 	daemon_stop(SIGTERM);
 	cr_assert_neq(notify_read(300, text, sizeof(text), &extra), 0,
 		      "zvmmd stored a mount that held nothing: %s", text);

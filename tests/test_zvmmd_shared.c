@@ -329,6 +329,26 @@ static int hold(int in)
 	return read(in, &c, 1) < 0;
 }
 
+/* Chunk @fd mapped shared and populated, *st its stat; NULL on error. */
+static char *map_chunk(int fd, struct stat *st)
+{
+	char *m;
+
+	if (fstat(fd, st))
+		return NULL;
+	m = mmap(NULL, (size_t)st->st_size, PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_POPULATE, fd, 0);
+	return m == MAP_FAILED ? NULL : m;
+}
+
+/* A member's last step: what it found, to the test, then hold. */
+static int say_and_hold(int in, int out, const void *said, size_t len)
+{
+	if (write(out, said, len) != (ssize_t)len)
+		return 12;
+	return hold(in);
+}
+
 /*
  * R1: more connections than [service] user_connections, all opened
  * before any is looked at; says how many are open (nothing to read
@@ -359,9 +379,7 @@ static int many_connections(int in, int out)
 		else
 			said[2]++;
 	}
-	if (write(out, said, sizeof(said)) != sizeof(said))
-		return 12;
-	return hold(in);
+	return say_and_hold(in, out, said, sizeof(said));
 }
 
 /*
@@ -420,9 +438,7 @@ static int small_leases(int in, int out)
 		if (said[1])
 			close(fd);
 	}
-	if (write(out, said, sizeof(said)) != sizeof(said))
-		return 12;
-	return hold(in);
+	return say_and_hold(in, out, said, sizeof(said));
 }
 
 /*
@@ -469,9 +485,7 @@ static int one_lease(int in, int out)
 {
 	int fd, ret = lease_on(&fd, SZ_2M);
 
-	if (write(out, &ret, sizeof(ret)) != sizeof(ret))
-		return 12;
-	return hold(in);
+	return say_and_hold(in, out, &ret, sizeof(ret));
 }
 
 /* R7: one lease held, then the STATUS as this member sees it. */
@@ -482,9 +496,7 @@ static int lease_and_status(int in, int out)
 
 	if (lease_on(&fd, SZ_2M) || status_text(text, sizeof(text)))
 		return 11;
-	if (write(out, text, strlen(text) + 1) != (ssize_t)strlen(text) + 1)
-		return 12;
-	return hold(in);
+	return say_and_hold(in, out, text, strlen(text) + 1);
 }
 
 /*
@@ -573,9 +585,7 @@ static int status_only(int in, int out)
 
 	if (status_text(text, sizeof(text)))
 		return 11;
-	if (write(out, text, strlen(text) + 1) != (ssize_t)strlen(text) + 1)
-		return 12;
-	return hold(in);
+	return say_and_hold(in, out, text, strlen(text) + 1);
 }
 
 /*
@@ -801,18 +811,14 @@ static int keep_then_lease(int in, int out)
 	if (!said[2])
 		close(fd);
 	said[3] = lease_on(&fd2, MAX / 2 - CHUNK);
-	if (write(out, said, sizeof(said)) != sizeof(said))
-		return 12;
-	return hold(in);
+	return say_and_hold(in, out, said, sizeof(said));
 }
 
 static int share_again(int in, int out)
 {
 	int fd, ret = lease_on(&fd, MAX / 2);
 
-	if (write(out, &ret, sizeof(ret)) != sizeof(ret))
-		return 12;
-	return hold(in);
+	return say_and_hold(in, out, &ret, sizeof(ret));
 }
 
 /*
@@ -880,9 +886,7 @@ static int grow(int in, int out)
 		said[3] = st.st_size;
 		said[4] = st.st_blocks * 512;
 	}
-	if (write(out, said, sizeof(said)) != sizeof(said))
-		return 12;
-	return hold(in);
+	return say_and_hold(in, out, said, sizeof(said));
 }
 
 /*
@@ -940,13 +944,9 @@ static int hide_then_lease(int in, int out)
 		return 11;
 	for (int i = 0; i < n; i++) {
 		struct stat st;
-		char *m;
+		char *m = map_chunk(cfd[i], &st);
 
-		if (fstat(cfd[i], &st))
-			return 13;
-		m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_POPULATE, cfd[i], 0);
-		if (m == MAP_FAILED)
+		if (!m)
 			return 14;
 		munmap(m, (size_t)st.st_size);
 	}
@@ -972,9 +972,7 @@ static int hide_then_lease(int in, int out)
 	if (!member_wait_status("unseen_bytes", 0))
 		return 17;
 	said[2] = lease_on(&fd, MAX / 2);
-	if (write(out, said, sizeof(said)) != sizeof(said))
-		return 12;
-	return hold(in);
+	return say_and_hold(in, out, said, sizeof(said));
 }
 
 /*
@@ -1017,13 +1015,9 @@ static int pin_punch_then_lease(int in, int out)
 		return 11;
 	for (int i = 0; i < n; i++) {
 		struct stat st;
-		char *m;
+		char *m = map_chunk(cfd[i], &st);
 
-		if (fstat(cfd[i], &st))
-			return 13;
-		m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
-			 MAP_SHARED | MAP_POPULATE, cfd[i], 0);
-		if (m == MAP_FAILED)
+		if (!m)
 			return 14;
 		for (off_t off = 0; off < st.st_size; off += SZ_2M) {
 			struct iovec iov = { m + off, 4096 };
@@ -1042,9 +1036,7 @@ static int pin_punch_then_lease(int in, int out)
 	if (!member_wait_status("leased_bytes", 0))
 		return 17;
 	said[1] = lease_on(&fd, MAX / 2);
-	if (write(out, said, sizeof(said)) != sizeof(said))
-		return 12;
-	return hold(in);
+	return say_and_hold(in, out, said, sizeof(said));
 }
 
 /*
@@ -1118,9 +1110,7 @@ static int grow_pin_then_lease(int in, int out)
 	/* The recheck that cut it has charged what it could not free. */
 	usleep(200000);
 	said[1] = lease_on(&fd2, MAX / 2 - CHUNK);
-	if (write(out, said, sizeof(said)) != sizeof(said))
-		return 12;
-	return hold(in);
+	return say_and_hold(in, out, said, sizeof(said));
 }
 
 /*
