@@ -195,15 +195,12 @@ static double tied(unsigned int b, unsigned int nth, bool busy, double gbps)
 	return 10;
 }
 
-static int cpus_here(void)
-{
-	cpu_set_t set;
-
-	cr_assert_eq(sched_getaffinity(0, sizeof(set), &set), 0);
-	return CPU_COUNT(&set);
-}
-
-Test(calibrate, a_tie_is_decided_beside_a_busy_cpu, .init = make_path,
+/*
+ * Two backends within the noise, the slower median faster beside a busy
+ * CPU: the best median stays the best (the profile's best has its
+ * highest rate) and the close call is noise, measured again.
+ */
+Test(calibrate, a_tie_a_busy_cpu_reorders_is_measured_again, .init = make_path,
      .fini = drop_path)
 {
 	static const uint64_t chunk = SZ_2M;
@@ -217,19 +214,14 @@ Test(calibrate, a_tie_is_decided_beside_a_busy_cpu, .init = make_path,
 	cr_assert_gt(p.e[0].spread, 0.2, "%.3f %s %.2f %.2f", p.e[0].spread,
 		     zero_decided_name(p.e[0].decided), p.e[0].gbps[fast_i],
 		     p.e[0].gbps[second_i]);
-	cr_assert_eq(zero_profile_write(&p, path), 0);
-	if (cpus_here() < 2) {
-		cr_assert_eq(p.e[0].decided, ZERO_DECIDED_NOISE);
-		cr_assert_eq(p.e[0].best, fast_i);
-		cr_assert_eq(zero_profile_read(path, &q, &line), -EAGAIN);
-		return;
-	}
-	cr_assert_eq(p.e[0].decided, ZERO_DECIDED_BUSY);
-	cr_assert_eq(p.e[0].best, second_i, "picked %s",
+	cr_assert_eq(p.e[0].decided, ZERO_DECIDED_NOISE, "%s",
+		     zero_decided_name(p.e[0].decided));
+	cr_assert_eq(p.e[0].best, fast_i, "picked %s",
 		     zero_backend_at((unsigned int)p.e[0].best)->name);
-	cr_assert_eq(zero_profile_read(path, &q, &line), 0, "line %d", line);
-	cr_assert_eq(q.e[0].decided, ZERO_DECIDED_BUSY);
-	cr_assert_eq(q.e[0].best, second_i);
+	for (int i = 0; i < ZERO_PROFILE_MAX_BACKENDS; i++)
+		cr_assert_geq(p.e[0].gbps[fast_i], p.e[0].gbps[i]);
+	cr_assert_eq(zero_profile_write(&p, path), 0);
+	cr_assert_eq(zero_profile_read(path, &q, &line), -EAGAIN);
 	/* The same but for the key, as an older zvmm wrote it: too noisy. */
 	p.e[0].decided = ZERO_DECIDED_UNKNOWN;
 	cr_assert_eq(zero_profile_write(&p, path), 0);

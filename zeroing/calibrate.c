@@ -766,10 +766,15 @@ static void measure_chunk(struct region *r, uint64_t chunk, unsigned int reps,
 			(unsigned long long)(r->fill >> 20), (t1 - t0) * 1e3,
 			r->next, (unsigned int)(MEASURE_WINDOW >> 20),
 			(clock_now() - t1) * 1e3, s.retimes);
-	if (pick >= 0) {
-		e->best = pick;
+	/*
+	 * The sibling confirms the best median, or the close call is noise:
+	 * the best median stays the best (its rate is the highest the
+	 * profile gives, as zvmm_calibration_best() and _gbps() promise) and
+	 * the next launch measures again.
+	 */
+	if (pick >= 0 && pick == e->best) {
 		e->decided = ZERO_DECIDED_BUSY;
-	} else if (!told_apart(e)) {
+	} else if (pick >= 0 || !told_apart(e)) {
 		e->decided = ZERO_DECIDED_NOISE;
 	}
 }
@@ -1008,8 +1013,8 @@ void zero_profile_print(const struct zero_profile *p, FILE *f)
 		"; backend; `spread` is (max - min) / median of the best two,\n"
 		"; `decided` how the best was picked: `lead` (its lead over\n"
 		"; the runner-up survives the spread), `busy_sibling` (the two\n"
-		"; within the noise, the one faster beside a busy CPU) or\n"
-		"; `noise` (no other CPU to try; measured again).\n"
+		"; within the noise, and the best still the faster beside a\n"
+		"; busy CPU) or `noise` (not told apart; measured again).\n"
 		"; `llc = 0`: sysfs listed no cache, and `llc_assumed` bytes\n"
 		"; were written instead.\n"
 		"[profile]\nversion = 2\narch = %s\ncpu = %s\ncpu_id = %s\n"

@@ -24,9 +24,10 @@
 /*
  * How a chunk size's best was picked: by a lead its spread could not hide
  * (`decided = lead`), or, when the best two stayed within the noise, as
- * the one that held up beside a thread spinning on another CPU
- * (`busy_sibling`); `noise` when there was no other CPU to try (not
- * trusted: measured again at the next launch). A profile of an older
+ * when the best still led beside a thread clearing on another CPU
+ * (`busy_sibling`); `noise` when that reordered them or there was no
+ * other CPU to try (the best median kept, not trusted: measured again
+ * at the next launch). A profile of an older
  * zvmm does not say (ZERO_DECIDED_UNKNOWN): its spread alone is looked at.
  */
 enum zero_decided {
