@@ -545,6 +545,58 @@ int test_zvmmd_connect(const char *sock)
 	return fd;
 }
 
+static void zvmmd_say_end(int status, const char *logdir)
+{
+	char log[160], line[512];
+	FILE *f;
+
+	if (WIFEXITED(status))
+		fprintf(stderr, "zvmmd exited with status %d; its log:\n",
+			WEXITSTATUS(status));
+	else
+		fprintf(stderr, "zvmmd was killed by signal %d; its log:\n",
+			WTERMSIG(status));
+	snprintf(log, sizeof(log), "%s/zvmmd.log", logdir);
+	f = fopen(log, "re");
+	if (!f) {
+		fprintf(stderr, "  (%s: %s)\n", log, strerror(errno));
+		return;
+	}
+	while (fgets(line, sizeof(line), f))
+		fprintf(stderr, "  %s", line);
+	fclose(f);
+}
+
+bool test_zvmmd_alive(pid_t *pid, const char *logdir)
+{
+	int status;
+
+	if (*pid <= 0)
+		return false;
+	if (waitpid(*pid, &status, WNOHANG) != *pid)
+		return true;
+	*pid = -1;
+	zvmmd_say_end(status, logdir);
+	return false;
+}
+
+int test_zvmmd_stop(pid_t *pid, int sig, const char *logdir)
+{
+	int status = 0;
+
+	if (*pid <= 0)
+		return 0;
+	if (!test_zvmmd_alive(pid, logdir))
+		return -1;
+	kill(*pid, sig);
+	while (waitpid(*pid, &status, 0) < 0 && errno == EINTR)
+		;
+	*pid = -1;
+	if (sig == SIGTERM && status)
+		zvmmd_say_end(status, logdir);
+	return status;
+}
+
 void test_zvmmd_start(const char *conf, const char *sock, const char *logdir,
 		      int wait_s, pid_t *pid)
 {

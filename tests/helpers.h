@@ -197,5 +197,17 @@ void test_zvmmd_start_passing(const char *conf, const char *sock,
 			      int pass_fd, const char *pass_name);
 void test_zvmmd_start(const char *conf, const char *sock, const char *logdir,
 		      int wait_s, pid_t *pid);
+/*
+ * Ends *@pid (-1 then) with @sig and returns its wait status. A zvmmd
+ * that did not exit 0 on SIGTERM, or that had already ended (a
+ * sanitizer's report, a crash), has its log in @logdir copied to stderr,
+ * so that the run's output says why.
+ */
+int test_zvmmd_stop(pid_t *pid, int sig, const char *logdir);
+/*
+ * Whether zvmmd *@pid still runs: when it has ended, its status and log
+ * go to stderr (as test_zvmmd_stop) and *@pid becomes -1.
+ */
+bool test_zvmmd_alive(pid_t *pid, const char *logdir);
 
 #endif

@@ -124,11 +124,9 @@ static void teardown(void)
 
 	/* First: a zvmmd frozen in a FUSE call ends only once it is cut. */
 	fuse_end();
-	if (daemon_pid > 0) {
-		kill(daemon_pid, SIGTERM);
-		waitpid(daemon_pid, NULL, 0);
-	}
-	daemon_pid = -1;
+	if (dir[0])
+		test_fini_expect(!test_zvmmd_stop(&daemon_pid, SIGTERM, dir),
+				 "zvmmd did not end cleanly on SIGTERM");
 	if (dir[0]) {
 		snprintf(cmd, sizeof(cmd),
 			 "umount -l %s/chunks/2M 2>/dev/null; rm -rf %s", dir,
@@ -233,7 +231,9 @@ static void lease_ask(struct lease *l, uint64_t bytes)
 	l->sock = test_zvmmd_connect(sock);
 	cr_assert_geq(l->sock, 0, "connect %s: %s", sock, strerror(errno));
 	cr_assert_eq(send_msg(l->sock, ZVMMD_LEASE, &req, sizeof(req)), 0);
-	cr_assert_eq(recv_reply(l->sock, l), 0, "no well-formed reply");
+	cr_assert_eq(recv_reply(l->sock, l), 0, "no well-formed reply%s",
+		     test_zvmmd_alive(&daemon_pid, dir) ? "" :
+							  ": zvmmd has ended");
 }
 
 static void lease_close(struct lease *l)
@@ -298,7 +298,10 @@ static void status(char *out, size_t len)
 	cr_assert_eq(send_msg(fd, ZVMMD_STATUS, NULL, 0), 0);
 	n = recv(fd, buf, sizeof(buf), 0);
 	close(fd);
-	cr_assert_gt(n, 0);
+	cr_assert_gt(n, 0, "STATUS got no reply (%s)%s",
+		     n ? strerror(errno) : "connection closed",
+		     test_zvmmd_alive(&daemon_pid, dir) ? "" :
+							  ": zvmmd has ended");
 	cr_assert_eq(zvmmd_parse(buf, (size_t)n, &m), 0);
 	cr_assert_eq(m.type, ZVMMD_STATUS_OK);
 	snprintf(out, len, "%.*s", (int)m.len, (const char *)m.body);
