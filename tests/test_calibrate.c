@@ -229,6 +229,70 @@ Test(calibrate, a_tie_a_busy_cpu_reorders_is_measured_again, .init = make_path,
 	cr_assert_eq(q.e[0].decided, ZERO_DECIDED_UNKNOWN);
 }
 
+/*
+ * Whether the sibling stands still through the window being timed: the
+ * first try of each busy window, as one a hog on its CPU slept through.
+ */
+static bool sibling_held;
+static unsigned int busy_tries;
+
+static bool hold_first_tries(unsigned int nth)
+{
+	busy_tries = nth + 1;
+	sibling_held = nth % 2 == 0;
+	return sibling_held;
+}
+
+/*
+ * The best two within the noise (as tied()), the best holding up beside
+ * a busy CPU (25 GB/s against 15); but a window the sibling slept
+ * through reads 100 for the second, as one thread's window may.
+ */
+static double held_reads_fast(unsigned int b, unsigned int nth, bool busy,
+			      double gbps)
+{
+	if (busy && sibling_held)
+		return (int)b == second_i ? 100 : 15;
+	if (busy)
+		return (int)b == fast_i ? 25 : 15;
+	return tied(b, nth, busy, gbps);
+}
+
+static void held_fini(void)
+{
+	zero_calibrate_window_hook = NULL;
+	zero_calibrate_sibling_hook = NULL;
+}
+
+/*
+ * A window timed while the sibling did not run is not a busy one: it is
+ * timed again once the sibling runs, and the close call is decided by
+ * the busy windows alone (the best, confirmed). Before, the windows the
+ * sibling slept through were counted, and the second read 100 there.
+ */
+Test(calibrate, a_window_the_sibling_slept_through_is_timed_again,
+     .fini = held_fini)
+{
+	static const uint64_t chunk = SZ_2M;
+	struct zero_profile p;
+	cpu_set_t set;
+
+	if (sched_getaffinity(0, sizeof(set), &set) || CPU_COUNT(&set) < 2)
+		test_skip(TEST_NEED_CPUS,
+			  "the busy sibling needs a second CPU");
+	pick_two();
+	zero_calibrate_window_hook = held_reads_fast;
+	zero_calibrate_sibling_hook = hold_first_tries;
+	cr_assert_eq(zero_calibrate(&chunk, 1, 0, 3, &p), 0);
+	held_fini();
+	cr_assert_geq(busy_tries, 2 * 2 * 3, "%u windows beside the sibling",
+		      busy_tries);
+	cr_assert_eq(p.e[0].best, fast_i, "picked %s",
+		     zero_backend_at((unsigned int)p.e[0].best)->name);
+	cr_assert_eq(p.e[0].decided, ZERO_DECIDED_BUSY, "%s",
+		     zero_decided_name(p.e[0].decided));
+}
+
 Test(calibrate, profile_round_trip, .init = make_path, .fini = drop_path)
 {
 	static const uint64_t chunks[] = { SZ_1M, SZ_8M };

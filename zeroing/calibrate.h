@@ -274,4 +274,12 @@ extern double (*zero_calibrate_window_hook)(unsigned int backend,
 					    unsigned int nth, bool busy,
 					    double gbps);
 
+/*
+ * For tests only: when it returns true for the @nth window timed beside
+ * the busy sibling in a measurement (0 first, tries again included), the
+ * sibling stands still while that window is timed, as one whose CPU a
+ * hog took. NULL: the sibling clears throughout.
+ */
+extern bool (*zero_calibrate_sibling_hook)(unsigned int nth);
+
 #endif
