@@ -302,28 +302,6 @@ struct region {
 	double deadline; /* of this chunk size's retimes and extra rounds */
 };
 
-/*
- * Fills the cache with dirty lines: memset in 64 KiB calls, below any
- * size where glibc switches to non-temporal stores (which would leave
- * the cache empty and let the next window's stores land in it free).
- * Where the movq backend runs (plain 64-bit stores, temporal too) it
- * fills instead: 256 MiB took it 9.7-10.8 ms against memset's 13.2-15.4
- * on AMD EPYC Zen 5, a third of a launch's measurement there.
- */
-static void fill_cache(struct region *r)
-{
-	int i = zero_backend_index("movq");
-	const struct zero_backend *b =
-		i >= 0 ? zero_backend_at((unsigned int)i) : NULL;
-
-	for (uint64_t off = 0; off < r->fill; off += SZ_64K)
-		if (b && zero_backend_runs_here(b))
-			b->clear(r->buf + off, SZ_64K);
-		else
-			memset(r->buf + off, 0, SZ_64K);
-	r->next = 0;
-}
-
 double (*zero_calibrate_window_hook)(unsigned int backend, unsigned int nth,
 				     bool busy, double gbps);
 
@@ -557,7 +535,12 @@ struct sibling {
 	int seen; /* the backend it clears with now */
 	int stop;
 	uint64_t cleared; /* bytes it cleared, read while it runs */
+	/* Filling: with this, from this offset on (fill_pieces()). */
+	const struct zero_backend *filler;
+	uint64_t fill_at;
 };
+
+static void fill_pieces(struct sibling *sb);
 
 /*
  * For tests only: when it returns true for the @nth busy window of a
@@ -575,6 +558,10 @@ static void *sibling_run(void *arg)
 	/* It clears as a worker does, and makes a worker's system calls
 	 * (include/zvmm/syscalls.list lists threads by name). */
 	thread_name("zvmm-worker");
+	if (sb->fill_at < sb->r->fill) {
+		fill_pieces(sb);
+		return NULL;
+	}
 	while (!__atomic_load_n(&sb->stop, __ATOMIC_RELAXED)) {
 		b = __atomic_load_n(&sb->backend, __ATOMIC_ACQUIRE);
 		__atomic_store_n(&sb->seen, b, __ATOMIC_RELEASE);
@@ -590,11 +577,13 @@ static void *sibling_run(void *arg)
 
 /*
  * The sibling started on a CPU of this thread's set other than the one
- * it runs on, this thread pinned where it is (*old: its set before).
- * -ENODEV when there is no other CPU; the thread's error otherwise.
+ * it runs on, this thread pinned where it is (*old: its set before);
+ * with @filling, it fills pieces of the region from sb->fill_at with
+ * sb->filler and ends. -ENODEV when there is no other CPU; the thread's
+ * error otherwise.
  */
 static int sibling_start(struct sibling *sb, const struct region *r,
-			 uint64_t chunk, cpu_set_t *old)
+			 uint64_t chunk, cpu_set_t *old, bool filling)
 {
 	pthread_attr_t attr;
 	cpu_set_t one, other;
@@ -619,6 +608,8 @@ static int sibling_start(struct sibling *sb, const struct region *r,
 	sb->backend = sb->seen = -1;
 	sb->stop = 0;
 	sb->cleared = 0;
+	if (!filling)
+		sb->fill_at = r->fill;
 	ret = pthread_attr_init(&attr);
 	if (ret)
 		return -ret;
@@ -659,6 +650,92 @@ static void sibling_stop(struct sibling *sb, const cpu_set_t *old)
 	__atomic_store_n(&sb->stop, 1, __ATOMIC_RELAXED);
 	pthread_join(sb->t, NULL);
 	pthread_setaffinity_np(pthread_self(), sizeof(*old), old);
+}
+
+/*
+ * The backends that may fill: temporal stores, which leave the lines
+ * they write in the cache, dirty. One thread filled 260 MiB in 33-47 ms
+ * on Xeon model 207 whichever it used (movq, rep_stosq, memset: about 7
+ * GB/s, what one core's outstanding misses allow), the bulk of a
+ * launch's measurement there; on AMD EPYC Zen 5 movq filled 256 MiB in
+ * 9.7-10.8 ms against memset's 13.2-15.4. No one store is fastest
+ * everywhere: the first FILL_PROBE bytes of the fill time each, and the
+ * fastest writes the rest, with a sibling on another CPU taking pieces
+ * of FILL_PIECE as well (the last-level cache is shared by the cores
+ * that fill it).
+ */
+static const char *const fillers[] = { "movq", "rep_stosb", "rep_stosq",
+				       "dc_zva", "memset" };
+#define FILL_PROBE (4 * SZ_1M)
+#define FILL_PIECE SZ_2M
+
+/* Clears [@off, @end) of @buf with @b (memset: NULL) in 64 KiB calls. */
+static void fill_with(char *buf, const struct zero_backend *b, uint64_t off,
+		      uint64_t end)
+{
+	for (; off < end; off += SZ_64K)
+		if (b)
+			b->clear(buf + off, SZ_64K);
+		else
+			memset(buf + off, 0, SZ_64K);
+}
+
+/* Fills pieces of @sb's region from its cursor until none is left. */
+static void fill_pieces(struct sibling *sb)
+{
+	uint64_t off, end, fill = sb->r->fill;
+
+	while ((off = __atomic_fetch_add(&sb->fill_at, FILL_PIECE,
+					 __ATOMIC_RELAXED)) < fill) {
+		end = off + FILL_PIECE < fill ? off + FILL_PIECE : fill;
+		fill_with(sb->r->buf, sb->filler, off, end);
+	}
+}
+
+/*
+ * Fills the cache with dirty lines, in 64 KiB calls, below any size
+ * where glibc's memset switches to non-temporal stores (which would
+ * leave the cache empty and let the next window's stores land in it
+ * free), with the fastest of the fillers that run here (*@by: its name),
+ * on two CPUs where there are two (*@cpus).
+ */
+static void fill_cache(struct region *r, const char **by, unsigned int *cpus)
+{
+	struct sibling sb = { .r = r };
+	double t, best_t = 0;
+	uint64_t off = 0;
+	cpu_set_t old;
+	int i;
+
+	*by = "memset";
+	for (unsigned int k = 0; k < sizeof(fillers) / sizeof(*fillers); k++) {
+		const struct zero_backend *b;
+
+		i = zero_backend_index(fillers[k]);
+		b = i >= 0 ? zero_backend_at((unsigned int)i) : NULL;
+		if (!b || !zero_backend_runs_here(b) ||
+		    off + FILL_PROBE > r->fill)
+			continue;
+		t = clock_now();
+		fill_with(r->buf, b, off, off + FILL_PROBE);
+		t = clock_now() - t;
+		off += FILL_PROBE;
+		if (!sb.filler || t < best_t) {
+			sb.filler = b;
+			best_t = t;
+			*by = b->name;
+		}
+	}
+	sb.fill_at = off;
+	*cpus = 1;
+	if (!sibling_start(&sb, r, FILL_PIECE, &old, true)) {
+		fill_pieces(&sb);
+		sibling_stop(&sb, &old);
+		*cpus = 2;
+	} else {
+		fill_pieces(&sb);
+	}
+	r->next = 0;
 }
 
 static uint64_t sibling_cleared(struct sibling *sb)
@@ -721,7 +798,7 @@ static int busy_pick(struct region *r, uint64_t chunk, const int *cand,
 	bool ok;
 	int pick = -1;
 
-	if (sibling_start(&sb, r, chunk, &old))
+	if (sibling_start(&sb, r, chunk, &old, false))
 		return -1;
 	for (unsigned int k = 0; k < BUSY_ROUNDS; k++)
 		for (unsigned int j = 0; j < nc; j++) {
@@ -801,10 +878,12 @@ static void measure_chunk(struct region *r, uint64_t chunk, unsigned int reps,
 	unsigned int k, turn = 0, rounds, nc;
 	int b, sec, pick, cand[BUSY_MAX];
 	double t0 = clock_now(), t1;
+	const char *filler;
+	unsigned int fill_cpus;
 
 	memset(&s, 0, sizeof(s));
 	r->deadline = t0 + LAUNCH_BUDGET;
-	fill_cache(r);
+	fill_cache(r, &filler, &fill_cpus);
 	t1 = clock_now();
 	rounds = reps > MIN_WINDOWS ? reps : MIN_WINDOWS;
 	for (k = 0; k < rounds; k++) {
@@ -834,9 +913,10 @@ static void measure_chunk(struct region *r, uint64_t chunk, unsigned int reps,
 	/* A launch's, under --verbose; `zvmm calibrate` prints its table. */
 	if (r->budget)
 		pr_debug(
-			"calibrate: %llu MiB of cache filled in %.1f ms, %u windows of %u MiB in %.1f ms (%u timed again)",
+			"calibrate: %llu MiB of cache filled in %.1f ms (%s, %u CPUs), %u windows of %u MiB in %.1f ms (%u timed again)",
 			(unsigned long long)(r->fill >> 20), (t1 - t0) * 1e3,
-			r->next, (unsigned int)(MEASURE_WINDOW >> 20),
+			filler, fill_cpus, r->next,
+			(unsigned int)(MEASURE_WINDOW >> 20),
 			(clock_now() - t1) * 1e3, s.retimes);
 	/*
 	 * The sibling confirms the best median, or the close call is noise:
