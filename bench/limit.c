@@ -2,10 +2,15 @@
 /*
  * limit:write rows of `zvmm bench`: the machine's write ceiling in the
  * same run. Each of N threads, pinned to its own physical core, clears
- * its own warm extent of up to 1 GiB with the fastest backend of the
- * run's backend rows; no engine, no page table, no lock in the way. The
- * engine's rows are read as fractions of this row at the same thread
- * count.
+ * its own warm extent of up to 1 GiB; no engine, no page table, no lock
+ * in the way. The backends timed are the leaders of the run's backend
+ * rows (LIMIT_BAND of the fastest, LIMIT_MAX at most), in turn, and each
+ * thread count keeps the one with the best median: the fastest backend
+ * of one thread is not the fastest of two everywhere (Xeon model 207:
+ * nt_avx512 led one thread at 22.6 GB/s, and two threads clearing with it
+ * made 22.9 GB/s, median of 5, while the engine's two workers scrubbed
+ * at 43.7 with nt_avx2). The engine's rows are read as fractions of this
+ * row at the same thread count.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,6 +20,7 @@
 
 #include "../lib/log.h"
 #include "../lib/size.h"
+#include "../lib/stats.h"
 #include "../zeroing/topo.h"
 #include "internal.h"
 
@@ -102,43 +108,72 @@ static int limit_pass(const struct zero_backend *b, char *base, uint64_t extent,
 	return ret;
 }
 
-/* The backend row with the best rate at the largest extent measured. */
-static const struct bench_result *fastest(const struct bench *bn)
-{
-	const struct bench_result *best = NULL;
-	uint64_t ext = 0;
+#define LIMIT_BAND 0.9
+#define LIMIT_MAX 3
 
-	for (unsigned int i = 0; i < bn->nr; i++)
+/*
+ * The backend rows at the largest extent measured within LIMIT_BAND of
+ * the best, best first, LIMIT_MAX at most, into @b. Returns how many.
+ */
+static unsigned int leaders(const struct bench *bn,
+			    const struct zero_backend **b)
+{
+	const struct bench_result *top[LIMIT_MAX] = { NULL };
+	uint64_t ext = 0;
+	unsigned int n = 0, i, k;
+	char why[256];
+
+	for (i = 0; i < bn->nr; i++)
 		if (!strncmp(bn->res[i].method, "backend:", 8) &&
 		    bn->res[i].extent_bytes > ext)
 			ext = bn->res[i].extent_bytes;
-	for (unsigned int i = 0; i < bn->nr; i++) {
+	for (i = 0; i < bn->nr; i++) {
 		const struct bench_result *r = &bn->res[i];
 
-		if (!strncmp(r->method, "backend:", 8) &&
-		    r->extent_bytes == ext && (!best || r->gbps > best->gbps))
-			best = r;
+		if (strncmp(r->method, "backend:", 8) || r->extent_bytes != ext)
+			continue;
+		/* Insertion into the best LIMIT_MAX, best first. */
+		for (k = 0; k < LIMIT_MAX && top[k] && top[k]->gbps >= r->gbps;
+		     k++)
+			;
+		if (k == LIMIT_MAX)
+			continue;
+		memmove(&top[k + 1], &top[k],
+			(LIMIT_MAX - k - 1) * sizeof(*top));
+		top[k] = r;
 	}
-	return best;
+	for (k = 0; k < LIMIT_MAX && top[k]; k++) {
+		if (top[k]->gbps < LIMIT_BAND * top[0]->gbps)
+			break;
+		if (zero_backend_find(top[k]->method + 8, &b[n], why,
+				      sizeof(why)))
+			pr_err("%s", why);
+		else
+			n++;
+	}
+	return n;
+}
+
+static double median_secs(const double *t, unsigned int n)
+{
+	double s[64];
+
+	memcpy(s, t, n * sizeof(*t));
+	stats_sort(s, n);
+	return stats_median_sorted(s, n);
 }
 
 int bench_limit(struct bench *bn)
 {
-	const struct bench_result *best = fastest(bn);
-	const struct zero_backend *b;
-	unsigned int w[BENCH_MAX_THREADS], nw;
+	const struct zero_backend *b[LIMIT_MAX];
+	unsigned int w[BENCH_MAX_THREADS], nw, nb, best;
 	int cpus[BENCH_MAX_THREADS];
-	double t[64];
-	char why[256];
+	double t[LIMIT_MAX][64];
 	int ret;
 
-	if (!best)
+	nb = leaders(bn, b);
+	if (!nb)
 		return 0;
-	ret = zero_backend_find(best->method + 8, &b, why, sizeof(why));
-	if (ret) {
-		pr_err("%s", why);
-		return ret;
-	}
 	nw = bench_worker_counts(w, cpus);
 	for (unsigned int k = 0; k < nw; k++) {
 		uint64_t extent = bn->region_bytes / w[k];
@@ -148,20 +183,29 @@ int bench_limit(struct bench *bn)
 		bn->step++;
 		if (!extent)
 			continue;
+		/* The leaders in turn, each rep: the host's drift is shared. */
 		for (unsigned int r = 0; r < bn->o->reps; r++) {
-			if (bench_stop)
-				return -EINTR;
 			bench_progress(bn, "limit:write", extent, r + 1);
-			ret = limit_pass(b, bn->region, extent, w[k], cpus,
-					 &t[r]);
-			if (ret) {
-				pr_err("limit:write with %u threads: %s", w[k],
-				       strerror(-ret));
-				return ret;
+			for (unsigned int j = 0; j < nb; j++) {
+				if (bench_stop)
+					return -EINTR;
+				ret = limit_pass(b[j], bn->region, extent, w[k],
+						 cpus, &t[j][r]);
+				if (ret) {
+					pr_err("limit:write with %u threads: %s",
+					       w[k], strerror(-ret));
+					return ret;
+				}
 			}
 		}
+		best = 0;
+		for (unsigned int j = 1; j < nb; j++)
+			if (median_secs(t[j], bn->o->reps) <
+			    median_secs(t[best], bn->o->reps))
+				best = j;
 		bench_record_threads(bn, "limit:write", bn->region_page, extent,
-				     extent * w[k], t, w[k], b->name);
+				     extent * w[k], t[best], w[k],
+				     b[best]->name);
 	}
 	return 0;
 }
