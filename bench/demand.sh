@@ -37,14 +37,16 @@ if [ -n "$no_kvm" ]; then
 fi
 
 MNT=$(mktemp -d /tmp/zvmm-bench.XXXXXX)
-export ZVMM_STATE_DIR=$MNT.state
+# The state and the calibration profile are the run's own: root's launches
+# would keep theirs in /var/lib/zvmm and /var/cache/zvmm, the host's.
+export ZVMM_STATE_DIR=$MNT.state ZVMM_CACHE_DIR=$MNT.cache
 declare -A saved
 for f in /sys/kernel/mm/hugepages/hugepages-*/nr_hugepages; do saved[$f]=$(cat "$f"); done
 cleanup() {
 	rm -f "$MNT"/pool 2>/dev/null || true
 	umount "$MNT" 2>/dev/null || true
 	rmdir "$MNT" 2>/dev/null || true
-	rm -rf "$ZVMM_STATE_DIR"
+	rm -rf "$ZVMM_STATE_DIR" "$ZVMM_CACHE_DIR"
 	rm -f "$MNT".user/pool 2>/dev/null || true
 	umount "$MNT".user 2>/dev/null || true
 	rmdir "$MNT".user "$MNT".dev 2>/dev/null || true
