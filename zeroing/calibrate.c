@@ -537,8 +537,9 @@ struct sibling {
 	int stop;
 	uint64_t cleared; /* bytes it cleared, read while it runs */
 	/* Filling: with this, from this offset on (fill_pieces()). */
+	bool filling;
 	const struct zero_backend *filler;
-	uint64_t fill_at;
+	uint64_t fill_at; /* atomic */
 };
 
 static void fill_pieces(struct sibling *sb);
@@ -566,7 +567,7 @@ static void *sibling_run(void *arg)
 	/* It clears as a worker does, and makes a worker's system calls
 	 * (include/zvmm/syscalls.list lists threads by name). */
 	thread_name("zvmm-worker");
-	if (sb->fill_at < sb->r->fill) {
+	if (sb->filling) {
 		fill_pieces(sb);
 		return NULL;
 	}
@@ -615,8 +616,7 @@ static int sibling_start(struct sibling *sb, const struct region *r,
 	sb->backend = sb->seen = -1;
 	sb->stop = 0;
 	sb->cleared = 0;
-	if (!filling)
-		sb->fill_at = r->fill;
+	sb->filling = filling;
 	ret = pthread_attr_init(&attr);
 	if (ret)
 		return -ret;
