@@ -289,8 +289,14 @@ Test(calibrate, a_window_the_sibling_slept_through_is_timed_again,
 		      busy_tries);
 	cr_assert_eq(p.e[0].best, fast_i, "picked %s",
 		     zero_backend_at((unsigned int)p.e[0].best)->name);
-	cr_assert_eq(p.e[0].decided, ZERO_DECIDED_BUSY, "%s",
-		     zero_decided_name(p.e[0].decided));
+	/*
+	 * Confirmed beside the sibling, unless the real sibling itself
+	 * missed a try it was not held for (its CPU taken by something
+	 * else: more tries than the held ones), which is then not decided.
+	 */
+	cr_assert(p.e[0].decided == ZERO_DECIDED_BUSY || busy_tries > 2 * 2 * 3,
+		  "%s after %u windows", zero_decided_name(p.e[0].decided),
+		  busy_tries);
 }
 
 Test(calibrate, profile_round_trip, .init = make_path, .fini = drop_path)
