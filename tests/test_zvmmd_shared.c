@@ -60,20 +60,9 @@ static void teardown(void)
 {
 	char cmd[160];
 
-	int status = 0;
-
-	if (daemon_pid > 0) {
-		kill(daemon_pid, SIGTERM);
-		waitpid(daemon_pid, &status, 0);
-	}
-	daemon_pid = -1;
 	/* SIGTERM is a clean exit: anything else (a sanitizer's) is said. */
-	if (dir[0] && status) {
-		fprintf(stderr, "zvmmd exited with status 0x%x; its log:\n",
-			status);
-		snprintf(cmd, sizeof(cmd), "cat %s/zvmmd.log >&2", dir);
-		(void)!system(cmd);
-	}
+	if (dir[0])
+		(void)test_zvmmd_stop(&daemon_pid, SIGTERM, dir);
 	if (dir[0]) {
 		snprintf(cmd, sizeof(cmd),
 			 "umount -l %s/chunks/2M 2>/dev/null; rm -rf %s", dir,
