@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -992,4 +993,132 @@ Test(calibrate, cache_dir_outside_the_boundary_is_not_used)
 	cr_assert_eq(chown(dir, 0, 0), 0);
 	unlink(file);
 	rmdir(dir);
+}
+
+/* The stores that leave their lines in the cache (zeroing/calibrate.c). */
+static bool leaves_lines(unsigned int b)
+{
+	static const char *const names[] = { "movq",	  "rep_stosb",
+					     "rep_stosq", "dc_zva",
+					     "memset",	  "page_at_a_time" };
+	const char *name = zero_backend_at(b)->name;
+
+	for (unsigned int k = 0; k < sizeof(names) / sizeof(*names); k++)
+		if (!strcmp(name, names[k]))
+			return true;
+	return false;
+}
+
+/* Of those, the first that runs here; -1 none. */
+static int cached_i = -1;
+
+/*
+ * A made-up machine where the stores that write past the cache clear at
+ * 30 GB/s and those that leave lines at 10, but for window 1 of
+ * cached_i, which reads @cached_burst.
+ */
+static double cached_burst;
+
+static double trailing_cached(unsigned int b, unsigned int nth, bool busy,
+			      double gbps)
+{
+	(void)busy;
+	(void)gbps;
+	if ((int)b == cached_i && nth == 1)
+		return cached_burst;
+	return leaves_lines(b) ? 10 : 30 * (1 + 0.01 * (double)(nth % 3));
+}
+
+/*
+ * zero_calibrate_on() of a poisoned buffer with the cache 256 MiB, @z
+ * what it left zero; every byte of it is read back.
+ */
+static void measure_poisoned(struct zero_profile *p, struct zero_zeroed *z)
+{
+	static const uint64_t chunk = SZ_2M;
+	uint64_t bytes, cached = 0, past = 0;
+	char *buf;
+
+	for (unsigned int i = 0; i < zero_backend_count(); i++)
+		if (zero_backend_runs_here(zero_backend_at(i))) {
+			if (leaves_lines(i) && cached_i < 0)
+				cached_i = (int)i;
+			cached += leaves_lines(i);
+			past += !leaves_lines(i);
+		}
+	if (!cached || !past)
+		test_skip(TEST_NEED_CPU,
+			  "no store that writes past the cache runs here");
+	fake_sysfs("262144K\n");
+	bytes = zero_auto_bytes();
+	buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(buf, MAP_FAILED);
+	memset(buf, 0xa5, bytes);
+	zero_calibrate_window_hook = trailing_cached;
+	cr_assert_eq(zero_calibrate_on(&chunk, 1, buf, bytes, 3, 0, p, z), 0);
+	zero_calibrate_window_hook = NULL;
+	for (unsigned int k = 0; k < 2; k++) {
+		long bad = z->len[k] ? test_find_not(buf + z->off[k], z->len[k],
+						     0) :
+				       -1;
+
+		cr_assert_leq(z->off[k] + z->len[k], bytes);
+		cr_assert_eq(bad, -1, "run %u: byte %ld of it is not zero", k,
+			     bad);
+	}
+	munmap(buf, bytes);
+	cr_assert_geq(p->e[0].best, 0);
+	cr_assert_not(leaves_lines((unsigned int)p->e[0].best), "picked %s",
+		      zero_backend_at((unsigned int)p->e[0].best)->name);
+}
+
+static void cached_fini(void)
+{
+	zero_calibrate_window_hook = NULL;
+	sysfs_teardown();
+}
+
+/*
+ * Every store that leaves lines in the cache trails the others by more
+ * than 1/0.6 at its best in two windows before the fill: no fill is
+ * written (what was left zero is the windows, with the fill's room
+ * between them), and each is kept with its median all the same.
+ */
+Test(calibrate, stores_that_trail_before_a_fill_spare_it, .init = sysfs_setup,
+     .fini = cached_fini)
+{
+	struct zero_profile p;
+	struct zero_zeroed z;
+
+	cached_burst = 10;
+	measure_poisoned(&p, &z);
+	cr_assert_gt(z.len[0], 0, "no window before the fill");
+	cr_assert_gt(z.off[1], z.len[0], "the fill was written");
+	cr_assert_gt(z.len[1], 0, "no window after it");
+	for (unsigned int i = 0; i < zero_backend_count(); i++)
+		if (zero_backend_runs_here(zero_backend_at(i)) &&
+		    leaves_lines(i))
+			cr_assert_float_eq(p.e[0].gbps[i], 10, 1e-9, "%s",
+					   zero_backend_at(i)->name);
+}
+
+/*
+ * One window of such a store as fast as the others' (27 against 30)
+ * keeps it in the running: it is measured after a fill like every other
+ * (the fill's room, written, is one run with the windows after it).
+ */
+Test(calibrate, one_fast_window_before_a_fill_keeps_a_store_for_it,
+     .init = sysfs_setup, .fini = cached_fini)
+{
+	struct zero_profile p;
+	struct zero_zeroed z;
+
+	cached_burst = 27;
+	measure_poisoned(&p, &z);
+	cr_assert_eq(z.off[0], 0);
+	cr_assert_geq(z.len[0], 256 * SZ_1M, "the fill was not written");
+	cr_assert_eq(z.off[1], z.len[0]);
+	cr_assert_gt(z.len[1], 0);
+	cr_assert_gt(p.e[0].gbps[cached_i], 0);
 }

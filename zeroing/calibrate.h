@@ -117,6 +117,14 @@ uint64_t zero_measure_bytes(uint64_t llc, unsigned int reps);
 uint64_t zero_auto_bytes(void);
 
 /*
+ * What a measurement on the caller's buffer left zero: up to two runs of
+ * it, [off[k], off[k] + len[k]) (len 0: none).
+ */
+struct zero_zeroed {
+	uint64_t off[2], len[2];
+};
+
+/*
  * Measures the backends that run here at each of @chunks, out of cache
  * (zero_measure_bytes() of this machine, or @buf_bytes when larger), in
  * interleaved rounds of @reps (3 at least) timed windows of every
@@ -136,12 +144,12 @@ int zero_calibrate(const uint64_t *chunks, unsigned int nr, uint64_t buf_bytes,
  * zeros); with @buf_bytes below what the rule needs, on a buffer of its
  * own. @only, when not 0, is the set of registry indexes worth measuring
  * (bit i for backend i): the rest lost a first pass on this machine
- * before. *@zeroed: how many bytes from @buf on are zero on return (0
- * when it measured on its own buffer).
+ * before. *@zeroed: the runs of @buf that are zero on return (none when
+ * it measured on its own buffer).
  */
 int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
 		      uint64_t buf_bytes, unsigned int reps, uint32_t only,
-		      struct zero_profile *p, uint64_t *zeroed)
+		      struct zero_profile *p, struct zero_zeroed *zeroed)
 	__attribute__((warn_unused_result));
 
 /*
@@ -246,14 +254,15 @@ const char *zero_backend_source_name(enum zero_backend_source s);
  * machine), so the next launch reads it: the measurement is paid once
  * per machine; a profile that cannot be written is said once and the
  * launch goes on. *gbps gets the rate it was picked for, *from where the
- * answer came from; *@zeroed (when not NULL) how many bytes from @scratch
- * on the measurement left zero (0 when it did not measure there): every
+ * answer came from; *@zeroed (when not NULL) the runs of @scratch the
+ * measurement left zero (none when it did not measure there): every
  * byte it writes is a zero, so those need no scrub after it.
  */
 int zero_backend_auto(uint64_t chunk, const char *profile_path, bool keep,
 		      void *scratch, uint64_t scratch_bytes,
 		      const struct zero_backend **out, double *gbps,
-		      enum zero_backend_source *from, uint64_t *zeroed)
+		      enum zero_backend_source *from,
+		      struct zero_zeroed *zeroed)
 	__attribute__((warn_unused_result));
 
 /*
@@ -265,7 +274,8 @@ int zero_backend_auto_read(uint64_t chunk, const char *profile_path,
 			   const struct zero_profile *read, bool keep,
 			   void *scratch, uint64_t scratch_bytes,
 			   const struct zero_backend **out, double *gbps,
-			   enum zero_backend_source *from, uint64_t *zeroed)
+			   enum zero_backend_source *from,
+			   struct zero_zeroed *zeroed)
 	__attribute__((warn_unused_result));
 
 /*

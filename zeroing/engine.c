@@ -93,18 +93,23 @@ static void scratch_take(struct zero_mem *m, uint64_t at, uint64_t *n)
 }
 
 /*
- * Then those of the @n pages wholly within the @zeroed bytes it left
+ * Then those of the @n pages wholly within the runs @zeroed it left
  * zero from @at on are ZERO, the scrub's work done (every byte the
  * measurement writes is a zero: zero_calibrate_on(); the NT backends end
  * with a fence), and the rest DIRTY again. Returns how many are ZERO.
  */
 static uint64_t scratch_settle(struct zero_mem *m, uint64_t at, uint64_t n,
-			       uint64_t zeroed)
+			       const struct zero_zeroed *zeroed)
 {
 	uint64_t k, done = 0;
 
 	for (k = 0; k < n; k++) {
-		bool zero = (k + 1) * m->page_bytes <= zeroed;
+		uint64_t a = k * m->page_bytes, b = a + m->page_bytes;
+		bool zero = false;
+
+		for (unsigned int j = 0; j < 2; j++)
+			zero |= zeroed->len[j] && a >= zeroed->off[j] &&
+				b <= zeroed->off[j] + zeroed->len[j];
 
 		(void)!zero_page_move(m->pages, at + k, ZP_ZEROING,
 				      zero ? ZP_ZERO : ZP_DIRTY);
@@ -116,7 +121,8 @@ static uint64_t scratch_settle(struct zero_mem *m, uint64_t at, uint64_t n,
 static int pick_backend(struct zero_engine *e, const char *profile, char *err,
 			size_t len)
 {
-	uint64_t scratch_bytes, chunk, at, n, zeroed = 0, done;
+	uint64_t scratch_bytes, chunk, at, n, done;
+	struct zero_zeroed zeroed = { { 0 }, { 0 } };
 	struct zero_profile p;
 	char path[4096];
 	void *scratch;
@@ -167,7 +173,9 @@ static int pick_backend(struct zero_engine *e, const char *profile, char *err,
 				       scratch_bytes, &e->backend,
 				       &e->backend_gbps, &e->backend_from,
 				       &zeroed);
-	done = scratch_settle(e->mem, at, n, ret ? 0 : zeroed);
+	if (ret)
+		memset(&zeroed, 0, sizeof(zeroed));
+	done = scratch_settle(e->mem, at, n, &zeroed);
 	/* bench/newuser.sh reads this line. */
 	if (done)
 		pr_debug(
