@@ -304,22 +304,26 @@ static const char *kernel_release(void)
 }
 
 /*
- * Where a demand page's time goes in row @a: the parts the engine timed,
- * and what is left between pages (the asker's own loop); beside it, the
- * time to clear the page at limit:write with as many threads.
+ * Where a demand page's time goes in row @a: the parts the engine timed
+ * (median / mean: the row's rate is the mean page's), what is left
+ * between pages (the asker's own loop: the mean page less the parts'
+ * means) and the slowest 1% of pages; beside it, the time to clear the
+ * page at limit:write with as many threads.
  */
 static void print_demand_split(struct bench *bn, FILE *f,
 			       const struct bench_result *a)
 {
 	double page_us = (double)a->page_bytes / (a->gbps * 1e3);
 	double lim = limit_of(bn, a->threads);
-	double rest = page_us - a->handoff_us - a->clear_us - a->wake_us;
+	double rest = page_us - a->handoff_mean_us - a->clear_mean_us -
+		      a->wake_mean_us;
 
 	fprintf(f,
-		"pool:demand %s pages, %u worker%s, a page (median): hand-off %.1f us, clear %.1f us, wake %.1f us, between pages %.1f us; %.1f us in all",
+		"pool:demand %s pages, %u worker%s, a page (median / mean): hand-off %.1f / %.1f us, clear %.1f / %.1f us, wake %.1f / %.1f us, between pages %.1f us; %.1f us in all, the slowest 1%% %.1f us or more",
 		a->page_bytes == SZ_1G ? "1G" : "2M", a->threads,
-		a->threads == 1 ? "" : "s", a->handoff_us, a->clear_us,
-		a->wake_us, rest > 0 ? rest : 0, page_us);
+		a->threads == 1 ? "" : "s", a->handoff_us, a->handoff_mean_us,
+		a->clear_us, a->clear_mean_us, a->wake_us, a->wake_mean_us,
+		rest > 0 ? rest : 0, page_us, a->page_p99_us);
 	if (lim > 0)
 		fprintf(f, ", %.1f us at limit:write with %u thread%s",
 			(double)a->page_bytes / (lim * 1e3), a->threads,
@@ -330,7 +334,9 @@ static void print_demand_split(struct bench *bn, FILE *f,
 /*
  * A missed demand target names the part of a fault that holds it back:
  * the clear against the ceiling's time for the page, or the hand-off,
- * wake or gap between pages, whichever costs the most.
+ * wake or gap between pages, whichever costs the most on the mean page
+ * (the row's rate), and says how much of it is its slow pages (mean
+ * over median).
  */
 static void print_held_back(struct bench *bn, FILE *f,
 			    const struct bench_result *a)
@@ -338,8 +344,12 @@ static void print_held_back(struct bench *bn, FILE *f,
 	double lim = limit_of(bn, a->threads);
 	double page_us = (double)a->page_bytes / (a->gbps * 1e3);
 	double ideal = lim > 0 ? (double)a->page_bytes / (lim * 1e3) : 0;
-	double part[4] = { a->clear_us - ideal, a->handoff_us, a->wake_us,
-			   page_us - a->handoff_us - a->clear_us - a->wake_us };
+	double part[4] = { a->clear_mean_us - ideal, a->handoff_mean_us,
+			   a->wake_mean_us,
+			   page_us - a->handoff_mean_us - a->clear_mean_us -
+				   a->wake_mean_us };
+	double median[4] = { a->clear_us - ideal, a->handoff_us, a->wake_us,
+			     0 };
 	static const char *const name[4] = {
 		"the clear itself (over the ceiling's time)", "the hand-off",
 		"the wake", "the time between pages"
@@ -349,8 +359,13 @@ static void print_held_back(struct bench *bn, FILE *f,
 	for (unsigned int k = 1; k < 4; k++)
 		if (part[k] > part[worst])
 			worst = k;
-	fprintf(f, "  held back by %s: %.1f us of a %.1f us page\n",
-		name[worst], part[worst], page_us);
+	fprintf(f, "  held back by %s: %.1f us of a %.1f us page", name[worst],
+		part[worst], page_us);
+	if (worst < 3 && part[worst] - median[worst] > 0)
+		fprintf(f,
+			" (%.1f us of it slow pages: its mean over its median)",
+			part[worst] - median[worst]);
+	fprintf(f, "\n");
 }
 
 /*
@@ -632,8 +647,10 @@ static int write_json(struct bench *bn)
 			fprintf(f, ", \"backend\": \"%s\"", r->backend);
 		if (!strcmp(r->method, "pool:demand"))
 			fprintf(f,
-				", \"handoff_us\": %.2f, \"clear_us\": %.2f, \"wake_us\": %.2f",
-				r->handoff_us, r->clear_us, r->wake_us);
+				", \"handoff_us\": %.2f, \"clear_us\": %.2f, \"wake_us\": %.2f, \"handoff_mean_us\": %.2f, \"clear_mean_us\": %.2f, \"wake_mean_us\": %.2f, \"page_p99_us\": %.2f",
+				r->handoff_us, r->clear_us, r->wake_us,
+				r->handoff_mean_us, r->clear_mean_us,
+				r->wake_mean_us, r->page_p99_us);
 		if (ref > 0)
 			fprintf(f, ", \"ratio_kernel_demand_2m\": %.3f",
 				r->gbps / ref);

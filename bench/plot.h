@@ -18,8 +18,10 @@ struct bench_result {
 	double gbps_min;
 	double gbps_max;
 	/* pool:demand rows: a page's median hand-off, clear and wake (us),
-	 * all 0 elsewhere (zero_demand_time) */
+	 * all 0 elsewhere (zero_demand_time); their means, and the 99th
+	 * percentile of the three together */
 	double handoff_us, clear_us, wake_us;
+	double handoff_mean_us, clear_mean_us, wake_mean_us, page_p99_us;
 };
 
 /*

@@ -255,6 +255,22 @@ Test(cli, bench_json_has_every_method, .init = snapshot, .timeout = 300)
 				  b->name, ext[e]);
 		}
 	}
+	/*
+	 * A demand row's breakdown: the median and mean of each part, and
+	 * the slowest 1% of its pages, at least as slow as the median
+	 * page's clear.
+	 */
+	{
+		const char *d = strstr(r.out, "\"method\": \"pool:demand\"");
+		const char *c = d ? strstr(d, "\"clear_us\": ") : NULL;
+		const char *cm = d ? strstr(d, "\"clear_mean_us\": ") : NULL;
+		const char *p99 = d ? strstr(d, "\"page_p99_us\": ") : NULL;
+
+		cr_assert(c && cm && p99, "no breakdown in %s", r.out);
+		cr_assert_gt(strtod(cm + 17, NULL), 0);
+		cr_assert_geq(strtod(p99 + 15, NULL), strtod(c + 12, NULL));
+		cr_assert(strstr(r.out, "a page (median / mean): hand-off"));
+	}
 	assert_pools_restored();
 }
 
