@@ -18,10 +18,7 @@
 #
 # Writes OUT/newuser.tsv (launch, backend, how it was picked, GB/s, the
 # best backend's GB/s right after, ratio, the launch's wall ms, the ms it
-# spent measuring, the MiB of the pool the measurement left zero, and
-# the measuring ms less what the scrub would have spent on those MiB at
-# the picked backend's quiet rate: what measuring cost the launch) and
-# prints a Markdown table. Hugepage counts, the
+# spent measuring) and prints a Markdown table. Hugepage counts, the
 # mount, the pool file and the hog are put back on exit.
 #
 # Usage (root): bench/newuser.sh   (the last section of bench/suite.sh).
@@ -98,8 +95,7 @@ jget() { grep -o "\"$1\": *\"\{0,1\}[^,\"}]*" "$J" | head -1 | sed 's/.*: *"\{0,
 # launch CACHE_DIR [ARGS...]: one prezero of the freshly poisoned pool
 # WALL_MS gets the milliseconds of the zvmm process, MEASURE_MS those it
 # said (--verbose) it spent measuring the backends ("-": none), HOW how
-# the pick was decided, ZEROED_MIB how much of the pool the measurement
-# left zero (the scrub skips it).
+# the pick was decided.
 launch() {
 	local cache=$1 t0 log=$MNT.log
 	shift
@@ -112,7 +108,6 @@ launch() {
 	WALL_MS=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", (b - a) * 1000}')
 	MEASURE_MS=$(sed -n 's/.*backend = auto: measured in \([0-9.]*\) ms.*/\1/p' "$log" | head -1)
 	HOW=$(sed -n 's/.*backend = auto: measured in .*decided by \([a-z_]*\).*/\1/p' "$log" | head -1)
-	ZEROED_MIB=$(sed -n 's/.*backend = auto: the measurement left \([0-9]*\) MiB.*/\1/p' "$log" | head -1)
 	rm -f "$log"
 }
 
@@ -149,7 +144,7 @@ tsv=$OUT/newuser.tsv
 	echo "# pool	$GIB GiB of $PAGE pages, poisoned before each launch"
 	echo "# best	$best_name $best GB/s (median of $BEST_REPS; all:$rates)"
 	echo "# hog	$([ "$HOG" = 0 ] && echo none || echo "a busy loop on CPU $HOG_CPU while each launch picks")"
-	printf 'launch\tbackend\tfrom\tdecided\tgbps\tbest_gbps\tratio\twall_ms\tmeasure_ms\tzeroed_mib\tnet_ms\n'
+	printf 'launch\tbackend\tfrom\tdecided\tgbps\tbest_gbps\tratio\twall_ms\tmeasure_ms\n'
 } >"$tsv"
 pass=0
 for i in $(seq "$LAUNCHES"); do
@@ -162,7 +157,6 @@ for i in $(seq "$LAUNCHES"); do
 	from=$(jget backend_from)
 	wall=$WALL_MS
 	ms=${MEASURE_MS:--}
-	zeroed=${ZEROED_MIB:-0}
 	how=${HOW:--}
 	# Picked under the hog: its own scrub was slowed too. Timed quietly,
 	# TIME_REPS times in turn with the best one, the medians compared:
@@ -182,21 +176,15 @@ for i in $(seq "$LAUNCHES"); do
 		ref=$(jget gbps)
 	fi
 	r=$(awk -v a="$g" -v b="$ref" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')
-	# The scrub's time for the MiB the measurement cleared, at the
-	# picked backend's quiet rate (its fastest: the least taken off).
-	net=-
-	[ "$ms" = - ] || net=$(awk -v m="$ms" -v z="$zeroed" -v g="$g" \
-		'BEGIN {printf "%.1f", m - (g > 0 ? z * 1.048576 / g : 0)}')
 	awk -v r="$r" -v p="$PASS" 'BEGIN {exit !(r >= p)}' && pass=$((pass + 1))
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$i" "$b" \
-		"$from" "$how" "$g" "$ref" "$r" "$wall" "$ms" "$zeroed" \
-		"$net" >>"$tsv"
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$i" "$b" "$from" \
+		"$how" "$g" "$ref" "$r" "$wall" "$ms" >>"$tsv"
 done
 echo "# passed	$pass of $LAUNCHES at >= ${PASS}x" >>"$tsv"
 
-echo "| launch | backend chosen | decided by | GB/s$([ "$HOG" = 0 ] || echo ' (quiet)') | $best_name next | ratio | launch ms | measuring ms | MiB left zero | net ms |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
-awk -F'\t' '!/^#/ && $1 != "launch" {printf "| %s | %s (%s) | %s | %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11}' "$tsv"
+echo "| launch | backend chosen | decided by | GB/s$([ "$HOG" = 0 ] || echo ' (quiet)') | $best_name next | ratio | launch ms | measuring ms |"
+echo "|---|---|---|---|---|---|---|---|"
+awk -F'\t' '!/^#/ && $1 != "launch" {printf "| %s | %s (%s) | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9}' "$tsv"
 echo
 echo "$pass of $LAUNCHES new-user launches at >= ${PASS}x the best backend ($GIB GiB $PAGE pool; $([ "$HOG" = 0 ] && echo "picked on a quiet machine" || echo "picked under a busy loop on CPU $HOG_CPU, timed quietly"); best of all backends: $best_name at $best GB/s, median of $BEST_REPS;$rates)"
 [ "$pass" = "$LAUNCHES" ]

@@ -72,7 +72,7 @@ static int engine_backend(struct zero_mem *m, uint64_t chunk,
 
 	return zero_backend_auto(chunk, keep ? path : NULL, keep,
 				 zero_mem_alias_page(m, 0), m->bytes, b, gbps,
-				 &from, NULL);
+				 &from);
 }
 
 static int make_engine(struct zero_mem *m, const char *backend,

@@ -336,7 +336,7 @@ Test(calibrate, profile_round_trip, .init = make_path, .fini = drop_path)
 	}
 	/* 4M falls back to the largest calibrated chunk below it: 1M. */
 	cr_assert_eq(zero_backend_auto(4 * SZ_1M, path, false, NULL, 0, &b,
-				       &gbps, &from, NULL),
+				       &gbps, &from),
 		     0);
 	cr_assert_str_eq(b->name, zero_backend_at((unsigned)p.e[0].best)->name);
 	cr_assert_float_eq(gbps, q.e[0].gbps[q.e[0].best], 0.01);
@@ -565,7 +565,7 @@ Test(calibrate, profile_of_other_cpu_is_stale, .init = make_path_quiet,
 	cr_assert_eq(zero_profile_read(path, &p, &line), -ESTALE);
 	/* auto measures instead of trusting it. */
 	cr_assert_eq(zero_backend_auto(SZ_2M, path, false, NULL, 0, &b, &gbps,
-				       &from, NULL),
+				       &from),
 		     0);
 	cr_assert(zero_backend_runs_here(b));
 	cr_assert_gt(gbps, 0);
@@ -578,7 +578,7 @@ Test(calibrate, auto_without_profile_measures)
 	double gbps;
 
 	cr_assert_eq(zero_backend_auto(SZ_2M, "/nonexistent/zvmm.ini", false,
-				       NULL, 0, &b, &gbps, &from, NULL),
+				       NULL, 0, &b, &gbps, &from),
 		     0);
 	cr_assert_eq(from, ZERO_FROM_MEASURE);
 	cr_assert(zero_backend_runs_here(b));
@@ -625,7 +625,7 @@ Test(calibrate, auto_keeps_its_measurement_for_this_machine_only,
 
 	unlink(path);
 	cr_assert_eq(zero_backend_auto(SZ_2M, path, true, NULL, 0, &b, &gbps,
-				       &from, NULL),
+				       &from),
 		     0);
 	cr_assert_eq(from, ZERO_FROM_MEASURE);
 	/* This host's noise is not under test: the two are told apart. */
@@ -633,14 +633,14 @@ Test(calibrate, auto_keeps_its_measurement_for_this_machine_only,
 	cr_assert_eq(zero_profile_read(path, &p, &line), 0,
 		     "the measurement was not kept");
 	cr_assert_eq(zero_backend_auto(SZ_2M, path, true, NULL, 0, &b2, &gbps2,
-				       &from, NULL),
+				       &from),
 		     0);
 	cr_assert_eq(from, ZERO_FROM_PROFILE);
 	cr_assert_eq(b2, b);
 	cr_assert_float_eq(gbps2, gbps, 0.01); /* kept as %.2f */
 	/* Another chunk size is measured once and added. */
 	cr_assert_eq(zero_backend_auto(SZ_1M, path, true, NULL, 0, &b2, &gbps2,
-				       &from, NULL),
+				       &from),
 		     0);
 	cr_assert_eq(from, ZERO_FROM_MEASURE);
 	edit_key("spread", "0.000");
@@ -651,7 +651,7 @@ Test(calibrate, auto_keeps_its_measurement_for_this_machine_only,
 		cr_assert_eq(zero_profile_read(path, &p, &line), -ESTALE,
 			     "a profile with another %s was trusted", keys[k]);
 		cr_assert_eq(zero_backend_auto(SZ_2M, path, true, NULL, 0, &b2,
-					       &gbps2, &from, NULL),
+					       &gbps2, &from),
 			     0);
 		cr_assert_eq(from, ZERO_FROM_MEASURE, "%s", keys[k]);
 		/* Replaced with this machine's. */
@@ -755,7 +755,7 @@ Test(calibrate, measurement_region_follows_the_cache_size, .init = sysfs_setup,
 	cr_assert_eq(zero_profile_read(path, &q, &line), -EAGAIN,
 		     "a profile measured in this cache was trusted");
 	cr_assert_eq(zero_backend_auto(SZ_2M, path, true, NULL, 0, &b, &gbps,
-				       &from, NULL),
+				       &from),
 		     0);
 	cr_assert_eq(from, ZERO_FROM_MEASURE);
 	cr_assert_eq(zero_profile_read(path, &q, &line) == -EINVAL, 0);
@@ -845,7 +845,7 @@ Test(calibrate, unknown_cache_is_said_and_kept, .init = sysfs_setup,
 	/* A launch that measures says it only at debug level. */
 	said.text[0] = '\0';
 	cr_assert_eq(zero_backend_auto(SZ_2M, NULL, false, NULL, 0, &b, &gbps,
-				       &from, NULL),
+				       &from),
 		     0);
 	cr_assert_eq(from, ZERO_FROM_MEASURE);
 	cr_assert(strstr(said.text, "sysfs lists no cache sizes"), "%s",
@@ -892,7 +892,7 @@ Test(calibrate, profile_without_region_is_measured_again,
 	edit_key("decided", "noise");
 	cr_assert_eq(zero_profile_read(path, &p, &line), -EAGAIN);
 	cr_assert_eq(zero_backend_auto(SZ_2M, path, false, NULL, 0, &b, &gbps,
-				       &from, NULL),
+				       &from),
 		     0);
 	cr_assert_eq(from, ZERO_FROM_MEASURE);
 }
@@ -925,7 +925,7 @@ Test(calibrate, profile_naming_a_backend_this_cpu_lacks_is_measured_again,
 	cr_assert_eq(zero_profile_read(path, &p, &line), -ENOEXEC);
 	for (int k = 0; k < 2; k++) {
 		cr_assert_eq(zero_backend_auto(SZ_2M, path, k == 1, NULL, 0, &b,
-					       &gbps, &from, NULL),
+					       &gbps, &from),
 			     0);
 		cr_assert_eq(from, ZERO_FROM_MEASURE);
 		cr_assert(zero_backend_runs_here(b), "%s handed out", b->name);
@@ -1106,7 +1106,8 @@ Test(calibrate, stores_that_trail_before_a_fill_spare_it, .init = sysfs_setup,
 /*
  * One window of such a store as fast as the others' (27 against 30)
  * keeps it in the running: it is measured after a fill like every other
- * (the fill's room, written, is one run with the windows after it).
+ * (the fill's room, written, is one run with the windows after it, so a
+ * page across the two is zero as a whole).
  */
 Test(calibrate, one_fast_window_before_a_fill_keeps_a_store_for_it,
      .init = sysfs_setup, .fini = cached_fini)
@@ -1117,8 +1118,7 @@ Test(calibrate, one_fast_window_before_a_fill_keeps_a_store_for_it,
 	cached_burst = 27;
 	measure_poisoned(&p, &z);
 	cr_assert_eq(z.off[0], 0);
-	cr_assert_geq(z.len[0], 256 * SZ_1M, "the fill was not written");
-	cr_assert_eq(z.off[1], z.len[0]);
-	cr_assert_gt(z.len[1], 0);
+	cr_assert_gt(z.len[0], 256 * SZ_1M, "the fill was not written");
+	cr_assert_eq(z.len[1], 0, "the windows after the fill are a run apart");
 	cr_assert_gt(p.e[0].gbps[cached_i], 0);
 }

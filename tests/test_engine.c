@@ -190,63 +190,6 @@ Test(engine, prezero_populates_fresh_pages, .fini = give_back, .timeout = 60)
 	assert_free_restored();
 }
 
-/*
- * backend = auto with no profile measures on the pool's own dirty pages,
- * and the pages it left zero are ZERO before any worker ran: each one is
- * read back here, byte by byte, before the scrub; the pages it did not
- * finish stay DIRTY and the scrub clears them.
- */
-Test(engine, a_measurement_hands_over_only_pages_it_left_zero,
-     .fini = give_back, .timeout = 120)
-{
-	uint64_t n = zero_auto_bytes() / SZ_2M + 24, zero, dirty;
-	struct zero_policy pol;
-	struct zero_engine_cfg cfg = {
-		.pol = &pol, .profile_path = "/nonexistent/zvmm/calibration.ini"
-	};
-	struct zero_prezero_report r;
-	struct zero_engine *e;
-	struct zero_mem *m;
-	char err[512];
-
-	reserve_or_skip(SZ_2M, (long)n);
-	m = mem_or_fail(n * SZ_2M, SZ_2M);
-	poison(m);
-	cfg.mem = m;
-	zero_policy_defaults(&pol);
-	pol.mode = ZERO_MODE_PREZERO;
-	cr_assert_str_eq(pol.backend, "auto");
-	cr_assert_eq(zero_engine_create(&cfg, &e, err, sizeof(err)), 0, "%s",
-		     err);
-	cr_assert_str_eq(zero_engine_backend_from(e), "measured");
-	zero = zero_pages_count(m->pages, ZP_ZERO);
-	dirty = zero_pages_count(m->pages, ZP_DIRTY);
-	cr_assert_eq(zero + dirty, n, "%llu ZERO + %llu DIRTY of %llu",
-		     (unsigned long long)zero, (unsigned long long)dirty,
-		     (unsigned long long)n);
-	/* The fill alone is the last-level cache (or 256 MiB assumed). */
-	cr_assert_geq(zero, 64, "the measurement left %llu pages ZERO",
-		      (unsigned long long)zero);
-	cr_assert_gt(dirty, 0, "pages past the measurement were not DIRTY");
-	for (uint64_t i = 0; i < n; i++) {
-		long bad = test_find_not(zero_mem_guest_page(m, i), SZ_2M, 0);
-
-		if (zero_page_get(m->pages, i) == ZP_ZERO)
-			cr_assert_eq(
-				bad, -1,
-				"page %llu ZERO after measuring, byte %ld is not zero",
-				(unsigned long long)i, bad);
-	}
-	cr_assert_eq(zero_engine_prezero(e, &r), 0);
-	cr_assert_eq(r.scrub_bytes, dirty * SZ_2M, "scrubbed %llu, %llu DIRTY",
-		     (unsigned long long)r.scrub_bytes,
-		     (unsigned long long)dirty);
-	assert_all_zero(m);
-	zero_engine_destroy(e);
-	zero_mem_destroy(m);
-	assert_free_restored();
-}
-
 Test(engine, cancel_leaves_no_zero_page_with_poison, .fini = give_back,
      .timeout = 60)
 {

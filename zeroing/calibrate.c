@@ -734,11 +734,13 @@ static const char *const fillers[] = { "movq", "rep_stosb", "rep_stosq",
 static void fill_with(char *buf, const struct zero_backend *b, uint64_t off,
 		      uint64_t end)
 {
-	for (; off < end; off += SZ_64K)
+	for (uint64_t n; off < end; off += n) {
+		n = end - off < SZ_64K ? end - off : SZ_64K;
 		if (b)
-			b->clear(buf + off, SZ_64K);
+			b->clear(buf + off, n);
 		else
-			memset(buf + off, 0, SZ_64K);
+			memset(buf + off, 0, n);
+	}
 }
 
 /* Fills pieces of @sb's region from its cursor until none is left. */
@@ -1174,10 +1176,11 @@ static int calibrate_region(const uint64_t *chunks, unsigned int nr, char *buf,
 			    KEEP * p->e[0].gbps[p->e[0].best])
 				set |= 1u << i;
 	}
+	/* Filled, the fill's room and the windows after it are one run. */
 	memset(zeroed, 0, sizeof(*zeroed));
-	zeroed->len[0] = r.filled ? r.fill : r.early_used;
+	zeroed->len[0] = r.filled ? r.fill + r.used : r.early_used;
 	zeroed->off[1] = r.fill;
-	zeroed->len[1] = r.used;
+	zeroed->len[1] = r.filled ? 0 : r.used;
 	return 0;
 }
 
@@ -1260,7 +1263,8 @@ int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
 	int ret;
 
 	memset(zeroed, 0, sizeof(*zeroed));
-	if (nr > ZERO_PROFILE_MAX_CHUNKS || reps == 0 || reps > 16)
+	/* No chunk size, no pass: nothing written to report as zero. */
+	if (!nr || nr > ZERO_PROFILE_MAX_CHUNKS || reps == 0 || reps > 16)
 		return -EINVAL;
 	need = zero_measure_bytes(llc, reps);
 	/* In place on a small scrub (below), the cache size plays no part. */
@@ -1888,8 +1892,7 @@ static int backend_auto(uint64_t chunk, const char *profile_path,
 			struct zero_profile *p, int ret, int ret_line,
 			bool keep, void *scratch, uint64_t scratch_bytes,
 			const struct zero_backend **out, double *gbps,
-			enum zero_backend_source *from,
-			struct zero_zeroed *zeroed)
+			enum zero_backend_source *from)
 {
 	static int warned_noexec;
 	struct zero_profile m;
@@ -1940,8 +1943,6 @@ static int backend_auto(uint64_t chunk, const char *profile_path,
 			(unsigned long long)chunk,
 			m.e[0].decided ? zero_decided_name(m.e[0].decided) :
 					 "median");
-		if (zeroed)
-			*zeroed = z;
 		if (keep && profile_path)
 			keep_measurement(p, !ret, &m, profile_path);
 		e = &m.e[0];
@@ -1957,8 +1958,7 @@ static int backend_auto(uint64_t chunk, const char *profile_path,
 int zero_backend_auto(uint64_t chunk, const char *profile_path, bool keep,
 		      void *scratch, uint64_t scratch_bytes,
 		      const struct zero_backend **out, double *gbps,
-		      enum zero_backend_source *from,
-		      struct zero_zeroed *zeroed)
+		      enum zero_backend_source *from)
 {
 	struct zero_profile p;
 	int ret, line = 0;
@@ -1966,18 +1966,17 @@ int zero_backend_auto(uint64_t chunk, const char *profile_path, bool keep,
 	ret = profile_path ? zero_profile_read(profile_path, &p, &line) :
 			     -ENOENT;
 	return backend_auto(chunk, profile_path, &p, ret, line, keep, scratch,
-			    scratch_bytes, out, gbps, from, zeroed);
+			    scratch_bytes, out, gbps, from);
 }
 
 int zero_backend_auto_read(uint64_t chunk, const char *profile_path,
 			   const struct zero_profile *read, bool keep,
 			   void *scratch, uint64_t scratch_bytes,
 			   const struct zero_backend **out, double *gbps,
-			   enum zero_backend_source *from,
-			   struct zero_zeroed *zeroed)
+			   enum zero_backend_source *from)
 {
 	struct zero_profile p = *read;
 
 	return backend_auto(chunk, profile_path, &p, 0, 0, keep, scratch,
-			    scratch_bytes, out, gbps, from, zeroed);
+			    scratch_bytes, out, gbps, from);
 }

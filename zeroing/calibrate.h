@@ -118,7 +118,12 @@ uint64_t zero_auto_bytes(void);
 
 /*
  * What a measurement on the caller's buffer left zero: up to two runs of
- * it, [off[k], off[k] + len[k]) (len 0: none).
+ * it, [off[k], off[k] + len[k]) (len 0: none). One run from 0 on: the
+ * cache was filled; two: windows before a fill that was not written,
+ * and those after the fill's room. The engine leaves the pages it
+ * measured on DIRTY all the same (the scrub clears them): that a
+ * poisoned pool's pages read as someone's data after
+ * zvmm_guest_open() does not depend on whether it measured.
  */
 struct zero_zeroed {
 	uint64_t off[2], len[2];
@@ -254,15 +259,12 @@ const char *zero_backend_source_name(enum zero_backend_source s);
  * machine), so the next launch reads it: the measurement is paid once
  * per machine; a profile that cannot be written is said once and the
  * launch goes on. *gbps gets the rate it was picked for, *from where the
- * answer came from; *@zeroed (when not NULL) the runs of @scratch the
- * measurement left zero (none when it did not measure there): every
- * byte it writes is a zero, so those need no scrub after it.
+ * answer came from.
  */
 int zero_backend_auto(uint64_t chunk, const char *profile_path, bool keep,
 		      void *scratch, uint64_t scratch_bytes,
 		      const struct zero_backend **out, double *gbps,
-		      enum zero_backend_source *from,
-		      struct zero_zeroed *zeroed)
+		      enum zero_backend_source *from)
 	__attribute__((warn_unused_result));
 
 /*
@@ -274,8 +276,7 @@ int zero_backend_auto_read(uint64_t chunk, const char *profile_path,
 			   const struct zero_profile *read, bool keep,
 			   void *scratch, uint64_t scratch_bytes,
 			   const struct zero_backend **out, double *gbps,
-			   enum zero_backend_source *from,
-			   struct zero_zeroed *zeroed)
+			   enum zero_backend_source *from)
 	__attribute__((warn_unused_result));
 
 /*

@@ -6,7 +6,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../lib/log.h"
 #include "../lib/size.h"
 #include "calibrate.h"
 #include "engine.h"
@@ -50,10 +49,10 @@ uint64_t zero_chunk_auto(double gbps, uint64_t page_bytes)
  * with a 300 MiB L3), or the longest one when none is that long (then
  * measured in place and not kept), through the alias mapping: measuring
  * backends there costs no memory of zvmm's own (such a buffer would be
- * far more than its RSS) and clears pages that are scrubbed anyway.
- * *@at: its first page.
+ * far more than its RSS) and clears pages that are scrubbed again
+ * anyway. They stay DIRTY: nothing is promised for them.
  */
-static void *dirty_run(struct zero_mem *m, uint64_t *bytes, uint64_t *at)
+static void *dirty_run(struct zero_mem *m, uint64_t *bytes)
 {
 	uint64_t first = 0, n = 0, need = zero_auto_bytes();
 	uint64_t best = 0, best_n = 0;
@@ -74,55 +73,13 @@ static void *dirty_run(struct zero_mem *m, uint64_t *bytes, uint64_t *at)
 			break;
 	}
 	*bytes = best_n * m->page_bytes;
-	*at = best;
 	return best_n ? zero_mem_alias_page(m, best) : NULL;
-}
-
-/*
- * The *@n pages from @at, which a measurement writes, are ZEROING while
- * it does, as a worker's page is (*@n: as many as were DIRTY in a row).
- */
-static void scratch_take(struct zero_mem *m, uint64_t at, uint64_t *n)
-{
-	uint64_t k;
-
-	for (k = 0; k < *n; k++)
-		if (zero_page_move(m->pages, at + k, ZP_DIRTY, ZP_ZEROING))
-			break;
-	*n = k;
-}
-
-/*
- * Then those of the @n pages wholly within the runs @zeroed it left
- * zero from @at on are ZERO, the scrub's work done (every byte the
- * measurement writes is a zero: zero_calibrate_on(); the NT backends end
- * with a fence), and the rest DIRTY again. Returns how many are ZERO.
- */
-static uint64_t scratch_settle(struct zero_mem *m, uint64_t at, uint64_t n,
-			       const struct zero_zeroed *zeroed)
-{
-	uint64_t k, done = 0;
-
-	for (k = 0; k < n; k++) {
-		uint64_t a = k * m->page_bytes, b = a + m->page_bytes;
-		bool zero = false;
-
-		for (unsigned int j = 0; j < 2; j++)
-			zero |= zeroed->len[j] && a >= zeroed->off[j] &&
-				b <= zeroed->off[j] + zeroed->len[j];
-
-		(void)!zero_page_move(m->pages, at + k, ZP_ZEROING,
-				      zero ? ZP_ZERO : ZP_DIRTY);
-		done += zero;
-	}
-	return done;
 }
 
 static int pick_backend(struct zero_engine *e, const char *profile, char *err,
 			size_t len)
 {
-	uint64_t scratch_bytes, chunk, at, n, done;
-	struct zero_zeroed zeroed = { { 0 }, { 0 } };
+	uint64_t scratch_bytes, chunk;
 	struct zero_profile p;
 	char path[4096];
 	void *scratch;
@@ -159,29 +116,15 @@ static int pick_backend(struct zero_engine *e, const char *profile, char *err,
 	}
 	/* Choose at the chunk in use, or at 2 MiB before it is known. */
 	chunk = e->pol.chunk ? e->pol.chunk : SZ_2M;
-	scratch = dirty_run(e->mem, &scratch_bytes, &at);
-	n = scratch ? scratch_bytes / e->mem->page_bytes : 0;
-	scratch_take(e->mem, at, &n);
-	scratch_bytes = n * e->mem->page_bytes;
-	scratch = n ? scratch : NULL;
+	scratch = dirty_run(e->mem, &scratch_bytes);
 	/* Read once: each read probes the machine (~0.1 ms, Xeon 207). */
 	ret = have ? zero_backend_auto_read(chunk, profile, &p, keep, scratch,
 					    scratch_bytes, &e->backend,
-					    &e->backend_gbps, &e->backend_from,
-					    &zeroed) :
+					    &e->backend_gbps,
+					    &e->backend_from) :
 		     zero_backend_auto(chunk, profile, keep, scratch,
 				       scratch_bytes, &e->backend,
-				       &e->backend_gbps, &e->backend_from,
-				       &zeroed);
-	if (ret)
-		memset(&zeroed, 0, sizeof(zeroed));
-	done = scratch_settle(e->mem, at, n, &zeroed);
-	/* bench/newuser.sh reads this line. */
-	if (done)
-		pr_debug(
-			"backend = auto: the measurement left %llu MiB of dirty pages zero (%llu pages), which the scrub skips",
-			(unsigned long long)((done * e->mem->page_bytes) >> 20),
-			(unsigned long long)done);
+				       &e->backend_gbps, &e->backend_from);
 	if (ret)
 		snprintf(err, len,
 			 "cannot measure the backends for backend = auto: %s",
