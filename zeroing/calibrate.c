@@ -302,14 +302,10 @@ struct region {
 	uint64_t fill; /* bytes written before timing */
 	unsigned int nwin, next; /* room for nwin windows; next: timed */
 	/*
-	 * The windows are at base (fill: after the fill; 0, with early set:
-	 * in the fill's room, before it), room bytes of them; at: the next
-	 * one's offset there. How far they were written from fill on (used)
-	 * and from 0 on (early_used).
+	 * The windows are at base (fill: after the fill; 0: in the fill's
+	 * room, before it), room bytes of them; at: the next one's offset.
 	 */
-	uint64_t base, room, at, used, early_used;
-	bool early;
-	bool filled; /* a fill was written */
+	uint64_t base, room, at;
 	uint64_t last; /* the last window's bytes */
 	bool budget; /* a launch's: LAUNCH_BUDGET */
 	double deadline; /* of this chunk size's retimes and extra rounds */
@@ -331,10 +327,6 @@ static double time_window(struct region *r, const struct zero_backend *b,
 		r->at = 0;
 	w = r->buf + r->base + r->at;
 	r->at += bytes;
-	if (r->early)
-		r->early_used = r->at > r->early_used ? r->at : r->early_used;
-	else
-		r->used = r->at > r->used ? r->at : r->used;
 	r->last = bytes;
 	r->next++;
 	return (double)bytes / zero_time_pass(b, w, bytes, chunk) / 1e9;
@@ -798,7 +790,6 @@ static void fill_cache(struct region *r, const char **by, unsigned int *cpus)
 	} else {
 		fill_pieces(&sb);
 	}
-	r->filled = true;
 }
 
 /*
@@ -862,7 +853,6 @@ static uint32_t early_rounds(struct region *r, uint32_t set, uint64_t chunk,
 	r->base = 0;
 	r->room = r->fill;
 	r->at = 0;
-	r->early = true;
 	for (unsigned int k = 0; k < EARLY_ROUNDS; k++)
 		round_of(r, set, chunk, (*turn)++, s);
 	for (i = 0; i < nr_backends(); i++)
@@ -885,7 +875,6 @@ static uint32_t early_rounds(struct region *r, uint32_t set, uint64_t chunk,
 				"calibrate: %s read %.1f GB/s at best before a fill, against %.1f for the best of those that write past the cache: the cache is filled",
 				zero_backend_at(i)->name, best, lead);
 	}
-	r->early = false;
 	r->base = r->fill;
 	r->room = (uint64_t)r->nwin * MEASURE_WINDOW;
 	r->at = 0;
@@ -1147,17 +1136,9 @@ static uint32_t profile_begin(struct zero_profile *p, uint64_t bytes,
 	return set;
 }
 
-/*
- * Every byte a measurement writes is a zero: the fill (a backend's clear
- * or memset to 0, the sibling's too) and each window. *@zeroed: the runs
- * of @buf that are zero when it returns: the fill's room, where it was
- * written (else the windows timed before it there), and the windows
- * after it.
- */
 static int calibrate_region(const uint64_t *chunks, unsigned int nr, char *buf,
 			    uint64_t bytes, uint64_t llc, unsigned int reps,
-			    uint32_t only, bool budget, struct zero_profile *p,
-			    struct zero_zeroed *zeroed)
+			    uint32_t only, bool budget, struct zero_profile *p)
 {
 	struct region r = { .buf = buf,
 			    .nwin = nr_windows(reps),
@@ -1183,11 +1164,6 @@ static int calibrate_region(const uint64_t *chunks, unsigned int nr, char *buf,
 			    KEEP * p->e[0].gbps[p->e[0].best])
 				set |= 1u << i;
 	}
-	/* Filled, the fill's room and the windows after it are one run. */
-	memset(zeroed, 0, sizeof(*zeroed));
-	zeroed->len[0] = r.filled ? r.fill + r.used : r.early_used;
-	zeroed->off[1] = r.fill;
-	zeroed->len[1] = r.filled ? 0 : r.used;
 	return 0;
 }
 
@@ -1195,7 +1171,6 @@ int zero_calibrate(const uint64_t *chunks, unsigned int nr, uint64_t buf_bytes,
 		   unsigned int reps, struct zero_profile *p)
 {
 	uint64_t need, llc = zero_llc_bytes();
-	struct zero_zeroed zeroed;
 	void *buf = NULL;
 	int ret;
 
@@ -1213,7 +1188,7 @@ int zero_calibrate(const uint64_t *chunks, unsigned int nr, uint64_t buf_bytes,
 	if (!llc)
 		say_llc_assumed(LOG_INFO);
 	ret = calibrate_region(chunks, nr, buf, buf_bytes, llc, reps, 0, false,
-			       p, &zeroed);
+			       p);
 	munmap(buf, buf_bytes);
 	return ret;
 }
@@ -1222,11 +1197,9 @@ int zero_calibrate(const uint64_t *chunks, unsigned int nr, uint64_t buf_bytes,
 #define SMALL_MIN (16 * SZ_1M)
 #define SMALL_MAX (64 * SZ_1M)
 
-/* *@zeroed: each pass clears the @bytes it times (SMALL_MAX at most). */
 static int calibrate_small(const uint64_t *chunks, unsigned int nr, char *buf,
 			   uint64_t bytes, uint64_t llc, unsigned int reps,
-			   uint32_t only, struct zero_profile *p,
-			   struct zero_zeroed *zeroed)
+			   uint32_t only, struct zero_profile *p)
 {
 	const struct zero_backend *b;
 	unsigned int i, c, k;
@@ -1254,23 +1227,17 @@ static int calibrate_small(const uint64_t *chunks, unsigned int nr, char *buf,
 				e->best = (int)i;
 		}
 	}
-	if (p->e[0].best < 0)
-		return -ENODEV;
-	zeroed->len[0] = bytes;
-	return 0;
+	return p->e[0].best < 0 ? -ENODEV : 0;
 }
 
 int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
 		      uint64_t buf_bytes, unsigned int reps, uint32_t only,
-		      struct zero_profile *p, struct zero_zeroed *zeroed)
+		      struct zero_profile *p)
 {
 	uint64_t llc = zero_llc_bytes(), need;
-	struct zero_zeroed own_zeroed;
 	void *own;
 	int ret;
 
-	memset(zeroed, 0, sizeof(*zeroed));
-	/* No chunk size, no pass: nothing written to report as zero. */
 	if (!nr || nr > ZERO_PROFILE_MAX_CHUNKS || reps == 0 || reps > 16)
 		return -EINVAL;
 	need = zero_measure_bytes(llc, reps);
@@ -1279,7 +1246,7 @@ int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
 		say_llc_assumed(LOG_DEBUG);
 	if (buf && buf_bytes >= need)
 		return calibrate_region(chunks, nr, buf, need, llc, reps, only,
-					true, p, zeroed);
+					true, p);
 	/*
 	 * Less dirty memory than an out-of-cache measurement needs: the
 	 * whole scrub is small, and a buffer of zvmm's own as big as the
@@ -1289,12 +1256,11 @@ int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
 	 */
 	if (buf && buf_bytes >= SMALL_MIN)
 		return calibrate_small(chunks, nr, buf, buf_bytes, llc, reps,
-				       only, p, zeroed);
+				       only, p);
 	ret = warm_buffer(need, &own);
 	if (ret)
 		return ret;
-	ret = calibrate_region(chunks, nr, own, need, llc, reps, only, true, p,
-			       &own_zeroed);
+	ret = calibrate_region(chunks, nr, own, need, llc, reps, only, true, p);
 	munmap(own, need);
 	return ret;
 }
@@ -1932,10 +1898,8 @@ static int backend_auto(uint64_t chunk, const char *profile_path,
 		 * 300 MiB L3, most of it filling that cache.
 		 */
 		double t0 = clock_now();
-		struct zero_zeroed z;
 		int err = zero_calibrate_on(&chunk, 1, scratch, scratch_bytes,
-					    3, ret ? 0 : still_running(p), &m,
-					    &z);
+					    3, ret ? 0 : still_running(p), &m);
 
 		if (err)
 			return err;

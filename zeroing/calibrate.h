@@ -117,19 +117,6 @@ uint64_t zero_measure_bytes(uint64_t llc, unsigned int reps);
 uint64_t zero_auto_bytes(void);
 
 /*
- * What a measurement on the caller's buffer left zero: up to two runs of
- * it, [off[k], off[k] + len[k]) (len 0: none). One run from 0 on: the
- * cache was filled; two: windows before a fill that was not written,
- * and those after the fill's room. The engine leaves the pages it
- * measured on DIRTY all the same (the scrub clears them): that a
- * poisoned pool's pages read as someone's data after
- * zvmm_guest_open() does not depend on whether it measured.
- */
-struct zero_zeroed {
-	uint64_t off[2], len[2];
-};
-
-/*
  * Measures the backends that run here at each of @chunks, out of cache
  * (zero_measure_bytes() of this machine, or @buf_bytes when larger), in
  * interleaved rounds of @reps (3 at least) timed windows of every
@@ -145,16 +132,14 @@ int zero_calibrate(const uint64_t *chunks, unsigned int nr, uint64_t buf_bytes,
 	__attribute__((warn_unused_result));
 
 /*
- * The same on the caller's @buf (its contents are overwritten with
- * zeros); with @buf_bytes below what the rule needs, on a buffer of its
- * own. @only, when not 0, is the set of registry indexes worth measuring
- * (bit i for backend i): the rest lost a first pass on this machine
- * before. *@zeroed: the runs of @buf that are zero on return (none when
- * it measured on its own buffer).
+ * The same on the caller's @buf (its contents are overwritten); with
+ * @buf_bytes below what the rule needs, on a buffer of its own. @only,
+ * when not 0, is the set of registry indexes worth measuring (bit i for
+ * backend i): the rest lost a first pass on this machine before.
  */
 int zero_calibrate_on(const uint64_t *chunks, unsigned int nr, void *buf,
 		      uint64_t buf_bytes, unsigned int reps, uint32_t only,
-		      struct zero_profile *p, struct zero_zeroed *zeroed)
+		      struct zero_profile *p)
 	__attribute__((warn_unused_result));
 
 /*
