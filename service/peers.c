@@ -374,12 +374,16 @@ void peer_drop(struct zvmmd *d, struct client *cl)
 		lease_end(d, cl->lease);
 	}
 	user_put(d, cl->user);
-	epoll_ctl(d->epfd, EPOLL_CTL_DEL, cl->fd, NULL);
-	close(cl->fd);
+	/*
+	 * The pidfd goes before the socket: once a client can see its
+	 * connection gone (/proc/net/unix), nothing of it is left open.
+	 */
 	if (cl->pidfd >= 0) {
 		epoll_ctl(d->epfd, EPOLL_CTL_DEL, cl->pidfd, NULL);
 		close(cl->pidfd);
 	}
+	epoll_ctl(d->epfd, EPOLL_CTL_DEL, cl->fd, NULL);
+	close(cl->fd);
 	free(cl);
 	listener_resume(d);
 }
