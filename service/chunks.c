@@ -51,18 +51,38 @@ uint64_t pool_held_bytes(const struct pool *p)
 
 /*
  * Ghosts let go, oldest first, while together they hold more than the
- * mount's unseen bytes: what their holders let go of, or a retire
- * weighed while the filler allocated (unseen never counts a filling
- * chunk, so such a ghost goes at the next count).
+ * pages outside every chunk file, @outside: what their holders let go
+ * of, or a retire weighed while the filler or a tenant allocated (such
+ * a ghost goes at a later count). Only once counts over a recheck, at
+ * least two, all found them over: one count is not a snapshot (the
+ * mount and each file are read one after another while tenants fault
+ * and shrink their chunks), and a holder that raced one count must
+ * race every count for a recheck. With the lock held.
  */
-static void ghosts_settle(struct pool *p)
+static void ghosts_settle(struct zvmmd *d, struct pool *p, uint64_t outside)
 {
+	double now = clock_now(), hold = d->cfg.recheck_ms / 1000.0;
 	uint64_t sum = 0;
 	struct ghost **pp, *g;
 
 	for (g = p->ghosts; g; g = g->next)
 		sum += g->bytes;
-	while (sum > p->unseen_bytes && p->ghosts) {
+	if (sum <= outside) {
+		p->ghosts_over_since = 0;
+		return;
+	}
+	if (!p->ghosts_over_since) {
+		p->ghosts_over_since = now;
+		p->ghosts_outside_max = outside;
+		return;
+	}
+	if (outside > p->ghosts_outside_max)
+		p->ghosts_outside_max = outside;
+	if (now - p->ghosts_over_since < hold)
+		return;
+	outside = p->ghosts_outside_max;
+	p->ghosts_over_since = 0;
+	while (sum > outside && p->ghosts) {
 		for (pp = &p->ghosts; (*pp)->next; pp = &(*pp)->next)
 			;
 		g = *pp;
@@ -74,6 +94,40 @@ static void ghosts_settle(struct pool *p)
 	}
 }
 
+/* The bytes in @c's file's pages (a chunk no one has shrunk: its own). */
+static uint64_t chunk_in_file(const struct chunk *c)
+{
+	struct stat st;
+
+	return c && !fstat(c->fd, &st) ? (uint64_t)st.st_blocks * 512 : 0;
+}
+
+/*
+ * What @p's chunk files hold in pages, with the lock held: the filled
+ * chunks, the one being filled so far, and each chunk zvmmd gave out and
+ * has not retired, whatever its holder made of it (shrunk, punched,
+ * grown). Reserved pages of an empty chunk no one has faulted are in no
+ * file's count.
+ */
+static uint64_t pool_in_files(const struct zvmmd *d, const struct pool *p)
+{
+	uint64_t sum = p->zero_bytes + chunk_in_file(p->filling);
+	const struct chunk *lists[2] = { p->returned, p->quarantine };
+	const struct chunk *c;
+
+	for (const struct client *cl = d ? d->clients : NULL; cl;
+	     cl = cl->next) {
+		if (!cl->lease || cl->lease->pool != p)
+			continue;
+		for (c = cl->lease->chunks; c; c = c->next)
+			sum += chunk_in_file(c);
+	}
+	for (int i = 0; i < 2; i++)
+		for (c = lists[i]; c; c = c->next)
+			sum += chunk_in_file(c);
+	return sum;
+}
+
 /*
  * @p's unseen_bytes from the kernel's count of its mount, with the lock
  * held: hugetlbfs counts a page in use (f_blocks - f_bfree) from its
@@ -82,20 +136,29 @@ static void ghosts_settle(struct pool *p)
  * after its file is retired. The books count an empty chunk no one has
  * mapped in full, so what they hide is at least the difference, never
  * less than 0. A mount with no max (no size=) counts nothing.
+ *
+ * The ghosts are weighed against another count: the pages outside
+ * every chunk file (the mount's count less what the files hold, read
+ * between two counts of the mount and against the larger). The books
+ * cannot serve: a holder that shrinks a chunk it still leases lowers
+ * the mount's count below them and, before, the ghosts went as if
+ * their pages had come back; it grows the chunk back at will.
  */
-void pool_account(struct pool *p)
+void pool_account(struct zvmmd *d, struct pool *p)
 {
-	struct statfs sf;
-	uint64_t used, books = pool_books(p);
+	uint64_t used, before, files, books = pool_books(p);
 
-	if (p->dirfd < 0 || fstatfs(p->dirfd, &sf) ||
-	    sf.f_blocks < sf.f_bfree) {
+	if (p->dirfd < 0) {
 		p->unseen_bytes = 0;
 		return;
 	}
-	used = (uint64_t)(sf.f_blocks - sf.f_bfree) * (uint64_t)sf.f_bsize;
+	before = mount_used(p->dirfd);
+	files = pool_in_files(d, p);
+	used = mount_used(p->dirfd);
 	p->unseen_bytes = used > books ? used - books : 0;
-	ghosts_settle(p);
+	if (before > used)
+		used = before;
+	ghosts_settle(d, p, used > files ? used - files : 0);
 }
 
 /*
@@ -158,43 +221,22 @@ void chunk_uncharge(struct chunk *c)
 }
 
 /*
- * A leased or returned chunk cut back to its length: its holder may grow
- * it through its read-write fd (ftruncate, fallocate past its end, a
- * shared mapping longer than it), into pages of the pool's max no share
- * is charged for; a member took all of max that way from a 2 MiB lease.
- * What lies past a chunk's length was never leased: no guest's memory.
- * Cut at each recheck and before each lease is made.
+ * Whether a chunk zvmmd gave out was grown past its length by its
+ * holder (ftruncate, fallocate past its end, a shared mapping longer
+ * than it), into pages of the pool's max no share is charged for: a
+ * member took all of max that way from a 2 MiB lease. What lies past a
+ * chunk's length was never leased, no guest's memory: trim.c cuts it
+ * back, looked for at each recheck and before each lease is made.
  */
-bool chunk_trim(const struct pool *p, struct chunk *c)
+bool chunk_grown(const struct pool *p, const struct chunk *c)
 {
-	uint64_t page = p->cfg->page_bytes, end;
-	bool cut = false;
+	uint64_t page = p->cfg->page_bytes;
 	struct stat st;
 
-	if (fstat(c->fd, &st))
-		return false;
-	if ((uint64_t)st.st_size > c->bytes) {
-		if (ftruncate(c->fd, (off_t)c->bytes))
-			pr_warn("chunk %s: cannot cut it back to %llu bytes: %s",
-				c->name, (unsigned long long)c->bytes,
-				strerror(errno));
-		else if (!c->trim_said)
-			pr_warn("chunk %s was grown to %lld bytes by its holder: cut back to %llu (said once a chunk)",
-				c->name, (long long)st.st_size,
-				(unsigned long long)c->bytes);
-		c->trim_said = true;
-		cut = true;
-	}
-	/* Pages allocated past the end (fallocate FALLOC_FL_KEEP_SIZE). */
-	end = (c->bytes + page - 1) / page * page;
-	if ((uint64_t)st.st_blocks * 512 > end) {
-		cut = true;
-		if (fallocate(c->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			      (off_t)end, (off_t)(INT64_MAX - end)))
-			pr_warn("chunk %s: cannot free the pages past its end: %s",
-				c->name, strerror(errno));
-	}
-	return cut;
+	return !fstat(c->fd, &st) &&
+	       ((uint64_t)st.st_size > c->bytes ||
+		(uint64_t)st.st_blocks * 512 >
+			(c->bytes + page - 1) / page * page);
 }
 
 /*
@@ -203,12 +245,12 @@ bool chunk_trim(const struct pool *p, struct chunk *c)
  * io_uring buffer), charged to @c's user as a ghost of its own, as it
  * grew them. With the lock held.
  */
-void chunk_charge_cut(struct pool *p, struct chunk *c)
+void chunk_charge_cut(struct zvmmd *d, struct pool *p, struct chunk *c)
 {
 	uint64_t sum = 0;
 	struct ghost *g;
 
-	pool_account(p);
+	pool_account(d, p);
 	for (g = p->ghosts; g; g = g->next)
 		sum += g->bytes;
 	if (!c->charged_to || p->unseen_bytes <= sum)
@@ -415,9 +457,11 @@ static void fill_one(struct zvmmd *d, struct pool *p)
 	if (ret)
 		goto failed;
 	p->filling_bytes += c->bytes;
+	p->filling = c;
 	pthread_mutex_unlock(&d->lock);
 	ret = chunk_fill(d, p, c);
 	pthread_mutex_lock(&d->lock);
+	p->filling = NULL;
 	p->filling_bytes -= c->bytes;
 	if (ret) {
 		chunk_retire(p, c);
@@ -630,7 +674,8 @@ static bool pool_take_stored(struct pool *p, int fd)
 	return true;
 }
 
-static int pool_open(struct pool *p, const char *dir, int dirfd, int stored)
+static int pool_open(struct zvmmd *d, struct pool *p, const char *dir,
+		     int dirfd, int stored)
 {
 	char opts[96], ps[8];
 	struct stat st;
@@ -638,7 +683,7 @@ static int pool_open(struct pool *p, const char *dir, int dirfd, int stored)
 	snprintf(p->dir, sizeof(p->dir), "%s/%s", dir, p->label);
 	snprintf(p->at, sizeof(p->at), "/proc/self/fd/%d/%s", dirfd, p->label);
 	if (stored >= 0 && pool_take_stored(p, stored)) {
-		pool_account(p);
+		pool_account(d, p);
 		p->mnt_id = holder_mnt_id(p->dirfd);
 		return p->mnt_id < 0 ? p->mnt_id : 0;
 	}
@@ -667,7 +712,7 @@ static int pool_open(struct pool *p, const char *dir, int dirfd, int stored)
 	if (p->dirfd < 0)
 		return -errno;
 	/* What tenants of a mount taken over hold: unseen from the start. */
-	pool_account(p);
+	pool_account(d, p);
 	/* The holder scan knows an fd on a chunk by its mount's id. */
 	p->mnt_id = holder_mnt_id(p->dirfd);
 	return p->mnt_id < 0 ? p->mnt_id : 0;
@@ -738,7 +783,7 @@ int pools_open(struct zvmmd *d)
 	for (int i = 0; i < ZVMMD_NR_POOLS; i++) {
 		if (!d->cfg.pool[i].on)
 			continue;
-		ret = pool_open(&d->pools[i], d->cfg.dir, d->dirfd,
+		ret = pool_open(d, &d->pools[i], d->cfg.dir, d->dirfd,
 				fdstore_pool(d, d->pools[i].label));
 		if (ret) {
 			pr_err("cannot set up %s: %s", d->pools[i].dir,

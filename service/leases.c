@@ -191,7 +191,11 @@ static struct pool *lease_pool(struct zvmmd *d, struct client *cl,
 	p = pool_of(d, req->page_bytes, req->node);
 	pthread_mutex_unlock(&d->lock);
 	*ret = 0;
-	if (cl->lease)
+	if (cl->waiting)
+		*ret = send_error(
+			cl->fd, EBUSY,
+			"this connection's LEASE is still being made: one request at a time");
+	else if (cl->lease)
 		*ret = send_error(
 			cl->fd, EBUSY,
 			"this connection holds lease %u: one lease per connection, open another",
@@ -210,7 +214,7 @@ static struct pool *lease_pool(struct zvmmd *d, struct client *cl,
 			size_label(req->page_bytes, a, sizeof(a)),
 			size_label(req->page_bytes, b, sizeof(b)),
 			"zvmmd.conf");
-	if (cl->lease || !p)
+	if (cl->waiting || cl->lease || !p)
 		return NULL;
 	chunk = p->cfg->chunk_bytes;
 	/* Not (bytes + chunk - 1) / chunk: that wraps near 2^64. */
@@ -310,25 +314,19 @@ static int lease_refused(struct zvmmd *d, struct client *cl,
  * A lease of @req for @cl, or an ERROR saying why not. Returns 0 when
  * the reply went out, else the errno of sending it.
  */
-int lease_make(struct zvmmd *d, struct client *cl,
-	       const struct zvmmd_lease_req *req)
+static int lease_grant(struct zvmmd *d, struct client *cl, struct pool *p,
+		       const struct zvmmd_lease_req *req, uint64_t need)
 {
-	uint64_t need, zero_n;
+	uint64_t zero_n;
 	struct lease *l;
-	struct pool *p;
 	char a[32];
 	int ret;
 
-	p = lease_pool(d, cl, req, &need, &ret);
-	if (!p)
-		return ret;
-	/* Only for a request that is served: each trim costs a look. */
-	chunks_trim(d);
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return send_error(cl->fd, ENOMEM, "zvmmd is out of memory");
 	pthread_mutex_lock(&d->lock);
-	pool_account(p);
+	pool_account(d, p);
 	l->pool = p;
 	l->id = ++d->next_lease;
 	ret = lease_take(p, req, need, l, &zero_n);
@@ -364,35 +362,44 @@ int lease_make(struct zvmmd *d, struct client *cl,
 }
 
 /*
- * Every chunk zvmmd gave out and has not retired cut back to its length
- * (chunk_trim()): leased, returned, quarantined. In the loop, which
- * alone moves them.
+ * @req for @cl: refused, or granted once the chunks their holders grew
+ * are cut back (a round of trims is out: this one or one before), so
+ * that pages grown into are back in the pool before it is weighed. A
+ * request that waited is made after that round, whatever has grown
+ * since: a holder growing its chunks again and again delays no one.
  */
-static void chunk_trim_charged(struct zvmmd *d, struct pool *p, struct chunk *c)
+static int lease_ask(struct zvmmd *d, struct client *cl,
+		     const struct zvmmd_lease_req *req, bool waited)
 {
-	if (!chunk_trim(p, c))
-		return;
-	pthread_mutex_lock(&d->lock);
-	chunk_charge_cut(p, c);
-	pthread_mutex_unlock(&d->lock);
+	struct pool *p;
+	uint64_t need;
+	int ret;
+
+	p = lease_pool(d, cl, req, &need, &ret);
+	if (!p)
+		return ret;
+	if (!waited && trims_start(d)) {
+		cl->waiting = true;
+		cl->wait_req = *req;
+		return 0;
+	}
+	return lease_grant(d, cl, p, req, need);
 }
 
-void chunks_trim(struct zvmmd *d)
+int lease_make(struct zvmmd *d, struct client *cl,
+	       const struct zvmmd_lease_req *req)
+{
+	return lease_ask(d, cl, req, false);
+}
+
+/* The requests that waited for a round of trims, made. */
+void leases_waiting(struct zvmmd *d)
 {
 	for (struct client *cl = d->clients; cl; cl = cl->next)
-		for (struct chunk *c = cl->lease ? cl->lease->chunks : NULL; c;
-		     c = c->next)
-			chunk_trim_charged(d, cl->lease->pool, c);
-	for (int k = 0; k < ZVMMD_NR_POOLS; k++) {
-		struct pool *p = &d->pools[k];
-
-		if (!p->cfg->on)
-			continue;
-		for (struct chunk *c = p->returned; c; c = c->next)
-			chunk_trim_charged(d, p, c);
-		for (struct chunk *c = p->quarantine; c; c = c->next)
-			chunk_trim_charged(d, p, c);
-	}
+		if (cl->waiting) {
+			cl->waiting = false;
+			(void)lease_ask(d, cl, &cl->wait_req, true);
+		}
 }
 
 /* The lease of a client gone: its chunks to the quarantine. */

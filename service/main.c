@@ -100,6 +100,10 @@ static int zvmmd_new(const char *path, struct zvmmd **out)
 	pthread_cond_init(&d->scan_wake, NULL);
 	d->scan_efd = -1;
 	d->scan_ev = (struct ev){ EV_SCAN, NULL };
+	pthread_mutex_init(&d->trim_lock, NULL);
+	pthread_cond_init(&d->trim_wake, NULL);
+	d->trim_efd = -1;
+	d->trim_ev = (struct ev){ EV_TRIM, NULL };
 	d->dirfd = d->epfd = d->listen_fd = d->signal_fd = d->timer_fd = -1;
 	d->listen_ev = (struct ev){ EV_LISTEN, NULL };
 	d->signal_ev = (struct ev){ EV_SIGNAL, NULL };
@@ -205,6 +209,8 @@ static int loop_open(struct zvmmd *d)
 	epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->timer_fd, &ev);
 	ev.data.ptr = &d->scan_ev;
 	epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->scan_efd, &ev);
+	ev.data.ptr = &d->trim_ev;
+	epoll_ctl(d->epfd, EPOLL_CTL_ADD, d->trim_efd, &ev);
 	return 0;
 }
 
@@ -230,6 +236,11 @@ static int zvmmd_start(struct zvmmd *d)
 	ret = scan_start(d);
 	if (ret) {
 		pr_err("cannot start the holder scan: %s", strerror(-ret));
+		return ret;
+	}
+	ret = trim_start(d);
+	if (ret) {
+		pr_err("cannot start the trims: %s", strerror(-ret));
 		return ret;
 	}
 	ret = loop_open(d);
@@ -270,6 +281,9 @@ static bool loop_event(struct zvmmd *d, struct epoll_event *evs, int i, int n)
 		break;
 	case EV_SCAN:
 		scan_done(d);
+		break;
+	case EV_TRIM:
+		trims_done(d);
 		break;
 	case EV_PIDFD:
 		/* The client exited: its lease ends even if a child of a
@@ -314,6 +328,7 @@ static void zvmmd_free(struct zvmmd *d)
 	if (!d)
 		return;
 	joined = scan_stop(d);
+	trim_stop(d);
 	filler_stop(d);
 	peers_drop_all(d);
 	pools_close(d);
@@ -340,6 +355,8 @@ static void zvmmd_free(struct zvmmd *d)
 		close(d->scan_efd);
 	pthread_cond_destroy(&d->scan_wake);
 	pthread_mutex_destroy(&d->scan_lock);
+	pthread_cond_destroy(&d->trim_wake);
+	pthread_mutex_destroy(&d->trim_lock);
 	pthread_cond_destroy(&d->wake);
 	pthread_mutex_destroy(&d->lock);
 	free(d);

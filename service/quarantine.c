@@ -290,7 +290,7 @@ void quarantine_returned(struct zvmmd *d, struct lease *l)
 	ret = quick_walk(d, n);
 	pthread_mutex_lock(&d->lock);
 	returned_apply(d, l, ret >= 0);
-	pool_account(l->pool);
+	pool_account(d, l->pool);
 	filler_poke(d);
 	pthread_mutex_unlock(&d->lock);
 	if (ret < 0)
@@ -306,7 +306,7 @@ void quarantine_check(struct zvmmd *d)
 {
 	bool freed = false;
 
-	chunks_trim(d);
+	(void)trims_start(d);
 	peers_users_sweep(d, false);
 	pthread_mutex_lock(&d->lock);
 	for (int k = 0; k < ZVMMD_NR_POOLS; k++) {
@@ -315,7 +315,7 @@ void quarantine_check(struct zvmmd *d)
 
 		if (!p->cfg->on)
 			continue;
-		pool_account(p);
+		pool_account(d, p);
 		freed |= p->unseen_bytes < was;
 	}
 	if (freed)
@@ -417,7 +417,7 @@ void scan_done(struct zvmmd *d)
 		scan_apply(d, i, d->scan_ret >= 0 && !d->scan_resume);
 	for (int k = 0; k < ZVMMD_NR_POOLS; k++)
 		if (d->pools[k].cfg->on)
-			pool_account(&d->pools[k]);
+			pool_account(d, &d->pools[k]);
 	filler_poke(d);
 	pthread_mutex_unlock(&d->lock);
 	d->scan_busy = false;

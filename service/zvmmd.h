@@ -13,10 +13,10 @@
  *
  * One struct zvmmd holds the daemon, passed by pointer; each file holds
  * one concept: main.c (parse, new, run, free), chunks.c (mounts, chunk
- * files, the filler thread), leases.c, quarantine.c, listener.c (the
- * socket), peers.c (connections and their checks), status.c (STATUS),
- * fdstore.c (systemd's socket activation and fd store), config.c
- * (zvmmd.conf).
+ * files, the filler thread), leases.c, quarantine.c (the scan thread),
+ * trim.c (the trim thread), listener.c (the socket), peers.c
+ * (connections and their checks), status.c (STATUS), fdstore.c
+ * (systemd's socket activation and fd store), config.c (zvmmd.conf).
  */
 
 #include <limits.h>
@@ -61,8 +61,8 @@ struct chunk {
 /*
  * A leased chunk retired while something no scan sees still held its
  * pages (an fd in flight, a pipe's pages): its charge stays on its user
- * until the mount's unseen bytes fall below what the ghosts hold
- * (pool_account()), so hiding memory does not make room in a share.
+ * until the pages outside every chunk file fall below what the ghosts
+ * hold (pool_account()), so hiding memory does not make room in a share.
  */
 struct ghost {
 	struct ghost *next;
@@ -103,6 +103,14 @@ struct pool {
 	 */
 	uint64_t unseen_bytes;
 	struct ghost *ghosts; /* newest first */
+	struct chunk *filling; /* the filler's, while it fills it */
+	/*
+	 * Since when (clock_now()) every count found the ghosts holding
+	 * more than the pages outside every chunk file, and the most found
+	 * outside meanwhile; 0 while they do not (ghosts_settle()).
+	 */
+	double ghosts_over_since;
+	uint64_t ghosts_outside_max;
 };
 
 /* ------------------------------------------------------ leases, peers */
@@ -122,7 +130,8 @@ enum ev_kind {
 	EV_TIMER,
 	EV_CLIENT,
 	EV_PIDFD,
-	EV_SCAN
+	EV_SCAN,
+	EV_TRIM
 };
 
 /* What an epoll event points at. */
@@ -191,7 +200,26 @@ struct client {
 	bool refused; /* not root, not in the group: every message refused */
 	double since; /* accepted: CLOCK_MONOTONIC */
 	struct lease *lease;
+	/* A LEASE waiting for a round of trims (lease_make()). */
+	bool waiting;
+	struct zvmmd_lease_req wait_req;
 	struct client *next;
+};
+
+/*
+ * A cut of a chunk its holder grew (trim.c): at most TRIM_ROUND a round,
+ * the rest at the next recheck.
+ */
+#define TRIM_ROUND 64
+
+struct trim {
+	int fd; /* a dup of the chunk's: the loop may retire it meanwhile */
+	struct pool *pool;
+	struct chunk *c; /* the loop's to look up: it may be gone */
+	ino_t ino;
+	uint64_t bytes, end; /* its length, and that in whole pages */
+	off_t size; /* what it had been grown to */
+	int err;
 };
 
 /* ------------------------------------------------------------- zvmmd */
@@ -261,6 +289,21 @@ struct zvmmd {
 	struct holder_file *holder_file;
 	long *holder_pid;
 	char (*holder_comm)[HOLDER_COMM_LEN];
+	/*
+	 * Chunks their holders grew, cut back on a thread of their own
+	 * (trim.c): the loop hands it @trims (@trim_req, under @trim_lock)
+	 * and takes them back when @trim_efd is readable.
+	 */
+	pthread_t trim_thread;
+	bool trim_on;
+	pthread_mutex_t trim_lock;
+	pthread_cond_t trim_wake;
+	bool trim_req, trim_stop;
+	int trim_efd;
+	struct ev trim_ev;
+	bool trim_busy; /* the loop's */
+	unsigned int trim_n;
+	struct trim trims[TRIM_ROUND];
 	/* The loop's own short walk at a lease's end (quarantine.c). */
 	double quick_window, quick_spent; /* QUICK_S's budget, per second */
 	struct holder_file quick_file[ZVMMD_MAX_CHUNKS];
@@ -274,13 +317,13 @@ int zvmmd_dir_open(const char *path, mode_t mode, const char *key)
 int pools_open(struct zvmmd *d) __attribute__((warn_unused_result));
 void pools_close(struct zvmmd *d);
 uint64_t pool_held_bytes(const struct pool *p);
-void pool_account(struct pool *p);
+void pool_account(struct zvmmd *d, struct pool *p);
 int chunk_create(struct pool *p, uint64_t bytes, struct chunk **out)
 	__attribute__((warn_unused_result));
 void chunk_retire(struct pool *p, struct chunk *c);
 void chunk_uncharge(struct chunk *c);
-bool chunk_trim(const struct pool *p, struct chunk *c);
-void chunk_charge_cut(struct pool *p, struct chunk *c);
+bool chunk_grown(const struct pool *p, const struct chunk *c);
+void chunk_charge_cut(struct zvmmd *d, struct pool *p, struct chunk *c);
 int chunk_reserve(struct chunk *c);
 int filler_start(struct zvmmd *d) __attribute__((warn_unused_result));
 void filler_stop(struct zvmmd *d);
@@ -296,7 +339,13 @@ int fdstore_send(const char *label, int fd);
 int lease_make(struct zvmmd *d, struct client *cl,
 	       const struct zvmmd_lease_req *req);
 void lease_end(struct zvmmd *d, struct lease *l);
-void chunks_trim(struct zvmmd *d);
+void leases_waiting(struct zvmmd *d);
+
+/* trim.c: chunks their holders grew, cut back off the loop. */
+int trim_start(struct zvmmd *d) __attribute__((warn_unused_result));
+bool trims_start(struct zvmmd *d);
+void trims_done(struct zvmmd *d);
+void trim_stop(struct zvmmd *d);
 
 /* quarantine.c */
 void quarantine_returned(struct zvmmd *d, struct lease *l);

@@ -162,6 +162,23 @@ static int lease_keep(int *fd, uint64_t bytes, int *keep)
 	return m.type == ZVMMD_LEASE_OK ? 0 : -1;
 }
 
+/*
+ * lease_on(), asked again while it is refused ENOMEM, for 5 s at most:
+ * a ghost's charge goes only after counts over a recheck (50 ms here)
+ * all found its pages gone.
+ */
+static int lease_on_soon(int *fd, uint64_t bytes)
+{
+	int ret = lease_on(fd, bytes);
+
+	for (int i = 0; ret == ENOMEM && i < 100; i++) {
+		close(*fd);
+		usleep(50000);
+		ret = lease_on(fd, bytes);
+	}
+	return ret;
+}
+
 /* The same, every chunk's fd kept in @fds (*@n of them). */
 static int lease_all(int *fd, uint64_t bytes, int *fds, int *n)
 {
@@ -907,15 +924,12 @@ Test(zvmmd_shared, a_chunk_grown_by_its_holder_is_cut_back)
 }
 
 /*
- * Its share leased, every page written, every chunk's fd sent into a
- * socket pair of its own and left unread (in flight: no scan sees it),
- * the lease ended; then its share again; then, the message dropped,
- * its share again: @said, 0 or each errno.
+ * In a member: @n chunks, every page written, their fds sent into socket
+ * pair @sv and left unread (in flight: no scan sees them) and closed.
+ * 0, or a member's exit code.
  */
-static int hide_then_lease(int in, int out)
+static int hide_in_flight(int *cfd, int n, int sv[2])
 {
-	int said[3] = { -1, -1, -1 }, fd, sv[2], n = 0;
-	static int cfd[ZVMMD_MAX_CHUNKS];
 	union {
 		char raw[CMSG_SPACE(sizeof(int) * 16)];
 		struct cmsghdr align;
@@ -927,9 +941,7 @@ static int hide_then_lease(int in, int out)
 			     .msg_control = u.raw };
 	struct cmsghdr *cm;
 
-	said[0] = lease_all(&fd, MAX / 2, cfd, &n);
-	if (said[0] || n > 16 ||
-	    socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv))
+	if (n > 16 || socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv))
 		return 11;
 	for (int i = 0; i < n; i++) {
 		struct stat st;
@@ -950,6 +962,25 @@ static int hide_then_lease(int in, int out)
 		return 15;
 	for (int i = 0; i < n; i++)
 		close(cfd[i]);
+	return 0;
+}
+
+/*
+ * Its share leased, hidden in flight (hide_in_flight()), the lease
+ * ended; then its share again; then, the message dropped, its share
+ * again: @said, 0 or each errno.
+ */
+static int hide_then_lease(int in, int out)
+{
+	int said[3] = { -1, -1, -1 }, fd, sv[2], n = 0, ret;
+	static int cfd[ZVMMD_MAX_CHUNKS];
+
+	said[0] = lease_all(&fd, MAX / 2, cfd, &n);
+	if (said[0])
+		return 11;
+	ret = hide_in_flight(cfd, n, sv);
+	if (ret)
+		return ret;
 	close(fd);
 	if (!member_wait_status("leased_bytes", 0))
 		return 16;
@@ -960,7 +991,7 @@ static int hide_then_lease(int in, int out)
 	close(sv[1]);
 	if (!member_wait_status("unseen_bytes", 0))
 		return 17;
-	said[2] = lease_on(&fd, MAX / 2);
+	said[2] = lease_on_soon(&fd, MAX / 2);
 	return say_and_hold(in, out, said, sizeof(said));
 }
 
@@ -1120,6 +1151,76 @@ Test(zvmmd_shared, pinned_pages_past_a_chunks_end_stay_in_the_share)
 	cr_assert_eq(said[1], ENOMEM,
 		     "its share beside the pinned pages: %d, not ENOMEM",
 		     said[1]);
+	member_end(&m);
+	wait_status("leased_bytes", 0);
+	wait_status("unseen_bytes", 0);
+}
+
+/*
+ * Three chunks hidden in flight and their lease ended (48 MiB of ghosts
+ * charged), the rest of its share leased and those chunks truncated to
+ * nothing (their reserved pages go back: the mount counts 32 MiB less);
+ * then two chunks more; then, the message dropped, three: 0 or each
+ * errno in @said.
+ */
+static int hide_shrink_then_lease(int in, int out)
+{
+	int said[4] = { -1, -1, -1, -1 }, fd, fd2, fd3, sv[2], n = 0, ret;
+	static int cfd[ZVMMD_MAX_CHUNKS];
+
+	said[0] = lease_all(&fd, 3 * CHUNK, cfd, &n);
+	if (said[0])
+		return 11;
+	ret = hide_in_flight(cfd, n, sv);
+	if (ret)
+		return ret;
+	close(fd);
+	if (!member_wait_status("leased_bytes", 0))
+		return 16;
+	said[1] = lease_all(&fd2, 2 * CHUNK, cfd, &n);
+	if (said[1])
+		return say_and_hold(in, out, said, sizeof(said));
+	for (int i = 0; i < n; i++)
+		if (ftruncate(cfd[i], 0))
+			return 17;
+	/* A recheck (50 ms) has read the mount since. */
+	if (!member_wait_status("unseen_bytes", CHUNK))
+		return 18;
+	usleep(200000);
+	said[2] = lease_on(&fd3, 2 * CHUNK);
+	if (!said[2])
+		close(fd3);
+	close(sv[0]);
+	close(sv[1]);
+	if (!member_wait_status("unseen_bytes", 0))
+		return 19;
+	said[3] = lease_on_soon(&fd3, 3 * CHUNK);
+	return say_and_hold(in, out, said, sizeof(said));
+}
+
+/*
+ * The second review's B3: a member hid chunks (their charge stays as
+ * ghosts), then shrank chunks it still leased. The mount's count fell
+ * below the books, the ghosts were let go as if their pages had come
+ * back, and the member leased 48 MiB beyond its 80 MiB share (it can
+ * grow the shrunk chunks back to their length). Ghosts are let go only
+ * when the pages in no chunk file fall below them, whatever a holder
+ * does to its chunks.
+ */
+Test(zvmmd_shared, shrinking_a_leased_chunk_does_not_free_the_ghosts)
+{
+	struct member m;
+	int said[4];
+
+	member_start(&m, MEMBER, hide_shrink_then_lease);
+	member_read(&m, said, sizeof(said));
+	cr_assert_eq(said[0], 0, "the first lease: errno %d", said[0]);
+	cr_assert_eq(said[1], 0, "the rest of its share: errno %d", said[1]);
+	cr_assert_eq(
+		said[2], ENOMEM,
+		"past its share after shrinking its chunks: %d, not ENOMEM",
+		said[2]);
+	cr_assert_eq(said[3], 0, "its share once it let go: errno %d", said[3]);
 	member_end(&m);
 	wait_status("leased_bytes", 0);
 	wait_status("unseen_bytes", 0);
