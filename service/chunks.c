@@ -29,8 +29,6 @@
 #define HUGETLBFS_MAGIC 0x958458f6
 #endif
 
-static uint64_t mount_used(int fd);
-
 /* What @p holds by its books. */
 static uint64_t pool_books(const struct pool *p)
 {
@@ -182,8 +180,12 @@ void chunk_retire(struct pool *p, struct chunk *c)
 	 */
 	if (c->charged_to && p->dirfd >= 0) {
 		uint64_t page = p->cfg->page_bytes;
+		struct stat st;
 
 		pages = (c->bytes + page - 1) / page * page;
+		/* And past it: grown, its pages there pinned, then let go. */
+		if (!fstat(c->fd, &st) && (uint64_t)st.st_blocks * 512 > pages)
+			pages = (uint64_t)st.st_blocks * 512;
 		used = mount_used(p->dirfd);
 	}
 	if (unlinkat(p->dirfd, c->name, 0) && errno != ENOENT)
@@ -240,26 +242,22 @@ bool chunk_grown(const struct pool *p, const struct chunk *c)
 }
 
 /*
- * After @c's growth was cut: what the mount holds beyond the books and
- * the ghosts is pages the cut could not free (pinned in a pipe, an
- * io_uring buffer), charged to @c's user as a ghost of its own, as it
- * grew them. With the lock held.
+ * After @c's growth was cut: @kept bytes the cut took out of the file
+ * but not out of the mount (pinned in a pipe, an io_uring buffer: the
+ * trim thread weighed it, trim.c), charged to @c's user as a ghost of
+ * its own, as it grew them. With the lock held.
  */
-void chunk_charge_cut(struct zvmmd *d, struct pool *p, struct chunk *c)
+void chunk_charge_cut(struct pool *p, struct chunk *c, uint64_t kept)
 {
-	uint64_t sum = 0;
 	struct ghost *g;
 
-	pool_account(d, p);
-	for (g = p->ghosts; g; g = g->next)
-		sum += g->bytes;
-	if (!c->charged_to || p->unseen_bytes <= sum)
+	if (!c->charged_to || !kept)
 		return;
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return;
-	g->bytes = p->unseen_bytes - sum;
-	g->charge = g->bytes;
+	g->bytes = kept;
+	g->charge = kept;
 	g->charged_to = c->charged_to;
 	g->charged_chunks = c->charged_chunks;
 	*g->charged_to += g->charge;
@@ -576,7 +574,7 @@ static unsigned int remove_all(int dirfd)
 }
 
 /* The bytes in use in the hugetlbfs mount at @fd (0 with no size=). */
-static uint64_t mount_used(int fd)
+uint64_t mount_used(int fd)
 {
 	struct statfs sf;
 

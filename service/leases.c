@@ -362,15 +362,18 @@ static int lease_grant(struct zvmmd *d, struct client *cl, struct pool *p,
 }
 
 /*
- * @req for @cl: refused, or granted once the chunks their holders grew
- * are cut back (a round of trims is out: this one or one before), so
- * that pages grown into are back in the pool before it is weighed. A
- * request that waited is made after that round, whatever has grown
- * since: a holder growing its chunks again and again delays no one.
+ * @req for @cl: refused, or granted; one the pool is short of room for
+ * waits for the chunks their holders grew to be cut back (a round of
+ * trims out: this one or one before), so that pages grown into are back
+ * in the pool before it is weighed. A request that waited is made after
+ * that round, whatever has grown since: a holder that grows its chunks
+ * again and again delays a LEASE one round at most, and one the pool
+ * has room for not at all.
  */
 static int lease_ask(struct zvmmd *d, struct client *cl,
 		     const struct zvmmd_lease_req *req, bool waited)
 {
+	bool short_of_room;
 	struct pool *p;
 	uint64_t need;
 	int ret;
@@ -378,9 +381,11 @@ static int lease_ask(struct zvmmd *d, struct client *cl,
 	p = lease_pool(d, cl, req, &need, &ret);
 	if (!p)
 		return ret;
-	if (!waited && trims_start(d)) {
-		cl->waiting = true;
-		cl->wait_req = *req;
+	pthread_mutex_lock(&d->lock);
+	short_of_room = pool_held_bytes(p) + req->bytes > p->cfg->max;
+	pthread_mutex_unlock(&d->lock);
+	if (!waited && short_of_room && trims_start(d)) {
+		peer_wait(d, cl, req);
 		return 0;
 	}
 	return lease_grant(d, cl, p, req, need);
@@ -397,7 +402,7 @@ void leases_waiting(struct zvmmd *d)
 {
 	for (struct client *cl = d->clients; cl; cl = cl->next)
 		if (cl->waiting) {
-			cl->waiting = false;
+			peer_unwait(d, cl);
 			(void)lease_ask(d, cl, &cl->wait_req, true);
 		}
 }

@@ -328,7 +328,7 @@ static void zvmmd_free(struct zvmmd *d)
 	if (!d)
 		return;
 	joined = scan_stop(d);
-	trim_stop(d);
+	joined &= trim_stop(d);
 	filler_stop(d);
 	peers_drop_all(d);
 	pools_close(d);
@@ -349,7 +349,7 @@ static void zvmmd_free(struct zvmmd *d)
 	if (d->listen_fd >= 0)
 		close(d->listen_fd);
 	if (!joined)
-		return; /* the scan thread may still write to @d */
+		return; /* the scan or trim thread may still write to @d */
 	scan_free(d);
 	if (d->scan_efd >= 0)
 		close(d->scan_efd);

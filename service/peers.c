@@ -406,7 +406,34 @@ void peers_forget(struct epoll_event *evs, int from, int n,
 	}
 }
 
-/* Connections that hold no lease, open [service] idle seconds. */
+/*
+ * @cl's LEASE @req waits for a round of trims (lease_ask()): nothing
+ * more is read from it meanwhile, so that its replies come in the order
+ * it asked (docs/zvmmd-protocol.md); a hang-up is still seen.
+ */
+void peer_wait(struct zvmmd *d, struct client *cl,
+	       const struct zvmmd_lease_req *req)
+{
+	struct epoll_event ev = { .events = 0, .data.ptr = &cl->sock_ev };
+
+	cl->waiting = true;
+	cl->wait_req = *req;
+	epoll_ctl(d->epfd, EPOLL_CTL_MOD, cl->fd, &ev);
+}
+
+/* @cl's wait is over: read from again. */
+void peer_unwait(struct zvmmd *d, struct client *cl)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &cl->sock_ev };
+
+	cl->waiting = false;
+	epoll_ctl(d->epfd, EPOLL_CTL_MOD, cl->fd, &ev);
+}
+
+/*
+ * Connections that hold no lease and wait for none, open [service] idle
+ * seconds.
+ */
 void peers_sweep_idle(struct zvmmd *d, struct epoll_event *evs, int from, int n)
 {
 	double now = clock_now();
@@ -414,7 +441,7 @@ void peers_sweep_idle(struct zvmmd *d, struct epoll_event *evs, int from, int n)
 
 	for (; cl; cl = next) {
 		next = cl->next;
-		if (cl->lease || now - cl->since < d->cfg.idle_s)
+		if (cl->lease || cl->waiting || now - cl->since < d->cfg.idle_s)
 			continue;
 		peers_forget(evs, from, n, cl);
 		peer_drop(d, cl);

@@ -8,12 +8,13 @@
  * made one cut take 1.3 s, and that many more mappings, longer. In the
  * event loop that held up every LEASE, STATUS and SIGTERM meanwhile.
  *
- * The loop hands the thread a round of chunks (a dup of each fd: the
- * loop may retire a chunk meanwhile) and takes the round back when
- * @trim_efd is readable; a LEASE that comes while a round is out waits
- * for it (lease_make()), so that the pages a holder grew into are back
- * in the pool before it is weighed. The round's entries are the
- * thread's from the hand-over to the eventfd, the loop's otherwise.
+ * The loop hands the thread a round, every grown chunk (a dup of each
+ * fd: the loop may retire a chunk meanwhile), and takes it back when
+ * @trim_efd is readable. A LEASE that the pool could not serve while
+ * grown pages are in it waits for the round in flight (lease_ask()), so
+ * that those pages are back before it is weighed. The round's entries
+ * are the thread's from the hand-over to the eventfd, the loop's
+ * otherwise.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,15 +22,29 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../lib/log.h"
 #include "../lib/thread.h"
 #include "zvmmd.h"
 
-/* One cut: @t's file back to its length, its pages past it freed. */
+/* The pages of the file @fd holds, in bytes; 0 when it cannot be read. */
+static uint64_t file_bytes(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) ? 0 : (uint64_t)st.st_blocks * 512;
+}
+
+/*
+ * One cut: @t's file back to its length, its pages past it freed, and
+ * weighed: what left the file but not the mount is held by someone no
+ * scan sees (pinned in a pipe), charged to the chunk's user after.
+ */
 static void trim_cut(struct trim *t)
 {
+	uint64_t in_file, used, in_file_after, used_after, freed, dropped;
 	struct stat st;
 
 	t->err = 0;
@@ -38,15 +53,22 @@ static void trim_cut(struct trim *t)
 		return;
 	}
 	t->size = st.st_size;
+	in_file = (uint64_t)st.st_blocks * 512;
+	used = mount_used(t->mount_fd);
 	if ((uint64_t)st.st_size > t->bytes &&
 	    ftruncate(t->fd, (off_t)t->bytes))
 		t->err = errno;
 	/* Pages allocated past the end (fallocate FALLOC_FL_KEEP_SIZE). */
-	if (!fstat(t->fd, &st) && (uint64_t)st.st_blocks * 512 > t->end &&
+	if (file_bytes(t->fd) > t->end &&
 	    fallocate(t->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 		      (off_t)t->end, (off_t)(INT64_MAX - t->end)) &&
 	    !t->err)
 		t->err = errno;
+	in_file_after = file_bytes(t->fd);
+	used_after = mount_used(t->mount_fd);
+	freed = in_file > in_file_after ? in_file - in_file_after : 0;
+	dropped = used > used_after ? used - used_after : 0;
+	t->kept = freed > dropped ? freed - dropped : 0;
 }
 
 /* The rounds, one at a time, as the loop hands them over. */
@@ -63,12 +85,19 @@ static void *trim_thread(void *arg)
 		if (d->trim_stop)
 			break;
 		pthread_mutex_unlock(&d->trim_lock);
-		for (unsigned int i = 0; i < d->trim_n; i++)
+		/* SIGTERM waits for the cut in flight, not the round. */
+		for (unsigned int i = 0; i < d->trim_n; i++) {
+			if (__atomic_load_n(&d->trim_stop, __ATOMIC_ACQUIRE))
+				break;
 			trim_cut(&d->trims[i]);
+			d->trims[i].done = true;
+		}
 		pthread_mutex_lock(&d->trim_lock);
 		d->trim_req = false;
 		(void)!write(d->trim_efd, &one, sizeof(one));
 	}
+	d->trim_exited = true;
+	pthread_cond_broadcast(&d->trim_wake);
 	pthread_mutex_unlock(&d->trim_lock);
 	return NULL;
 }
@@ -86,16 +115,32 @@ int trim_start(struct zvmmd *d)
 }
 
 /*
- * The trim thread stopped. A cut in flight is the kernel's to finish:
- * the join waits for it (the holder's mappings bound it, and it ends).
+ * The trim thread stopped: true once it is joined, false when a cut
+ * still ran a second after it was asked to stop (the kernel's, as long
+ * as the holder's mappings make it: the process's exit ends it; @d must
+ * then outlive the call, and the round's fds are left to the exit).
  */
-void trim_stop(struct zvmmd *d)
+bool trim_stop(struct zvmmd *d)
 {
+	struct timespec ts;
+	bool exited = true;
+
 	if (d->trim_on) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
 		pthread_mutex_lock(&d->trim_lock);
-		d->trim_stop = true;
-		pthread_cond_signal(&d->trim_wake);
+		__atomic_store_n(&d->trim_stop, true, __ATOMIC_RELEASE);
+		pthread_cond_broadcast(&d->trim_wake);
+		while (!d->trim_exited &&
+		       !pthread_cond_timedwait(&d->trim_wake, &d->trim_lock,
+					       &ts))
+			;
+		exited = d->trim_exited;
 		pthread_mutex_unlock(&d->trim_lock);
+		if (!exited) {
+			pr_warn("a cut of a grown chunk did not end within 1 s: left to the exit");
+			return false;
+		}
 		pthread_join(d->trim_thread, NULL);
 		d->trim_on = false;
 	}
@@ -103,32 +148,46 @@ void trim_stop(struct zvmmd *d)
 		close(d->trims[i].fd);
 	d->trim_n = 0;
 	d->trim_busy = false;
+	free(d->trims);
+	d->trims = NULL;
+	d->trim_cap = 0;
 	if (d->trim_efd >= 0)
 		close(d->trim_efd);
 	d->trim_efd = -1;
+	return true;
 }
 
 /*
  * @c of @p, grown past its length by its holder, into the next round:
- * false when the round is full (the next recheck finds it again).
+ * every grown chunk goes, however many (a cap would let a holder keep
+ * one grown for good behind others it grows again and again).
  */
-static bool trim_add(struct zvmmd *d, struct pool *p, struct chunk *c)
+static void trim_add(struct zvmmd *d, struct pool *p, struct chunk *c)
 {
-	struct trim *t = &d->trims[d->trim_n];
 	uint64_t page = p->cfg->page_bytes;
+	struct trim *t;
 
-	if (d->trim_n == TRIM_ROUND)
-		return false;
+	if (d->trim_n == d->trim_cap) {
+		unsigned int cap = d->trim_cap ? 2 * d->trim_cap : 16;
+		struct trim *a = realloc(d->trims, cap * sizeof(*a));
+
+		if (!a)
+			return; /* the next recheck finds it again */
+		d->trims = a;
+		d->trim_cap = cap;
+	}
+	t = &d->trims[d->trim_n];
+	memset(t, 0, sizeof(*t));
 	t->fd = dup(c->fd);
 	if (t->fd < 0)
-		return false;
+		return;
+	t->mount_fd = p->dirfd;
 	t->pool = p;
 	t->c = c;
 	t->ino = c->st.st_ino;
 	t->bytes = c->bytes;
 	t->end = (c->bytes + page - 1) / page * page;
 	d->trim_n++;
-	return true;
 }
 
 /*
@@ -147,7 +206,7 @@ bool trims_start(struct zvmmd *d)
 		for (struct chunk *c = cl->lease ? cl->lease->chunks : NULL; c;
 		     c = c->next)
 			if (chunk_grown(cl->lease->pool, c))
-				(void)trim_add(d, cl->lease->pool, c);
+				trim_add(d, cl->lease->pool, c);
 	for (int k = 0; k < ZVMMD_NR_POOLS; k++) {
 		struct pool *p = &d->pools[k];
 		struct chunk *lists[2] = { p->returned, p->quarantine };
@@ -157,7 +216,7 @@ bool trims_start(struct zvmmd *d)
 		for (int j = 0; j < 2; j++)
 			for (struct chunk *c = lists[j]; c; c = c->next)
 				if (chunk_grown(p, c))
-					(void)trim_add(d, p, c);
+					trim_add(d, p, c);
 	}
 	if (!d->trim_n)
 		return false;
@@ -176,12 +235,13 @@ static bool chunk_out(const struct zvmmd *d, const struct pool *p,
 	const struct chunk *lists[2] = { p->returned, p->quarantine };
 	const struct chunk *x;
 
-	for (const struct client *cl = d->clients; cl; cl = cl->next)
-		for (x = cl->lease && cl->lease->pool == p ? cl->lease->chunks :
-							     NULL;
-		     x; x = x->next)
+	for (const struct client *cl = d->clients; cl; cl = cl->next) {
+		if (!cl->lease || cl->lease->pool != p)
+			continue;
+		for (x = cl->lease->chunks; x; x = x->next)
 			if (x == c)
 				return true;
+	}
 	for (int j = 0; j < 2; j++)
 		for (x = lists[j]; x; x = x->next)
 			if (x == c)
@@ -189,10 +249,32 @@ static bool chunk_out(const struct zvmmd *d, const struct pool *p,
 	return false;
 }
 
+/* One cut of a round, back in the loop: said once, and charged. */
+static void trim_apply(struct zvmmd *d, struct trim *t)
+{
+	struct chunk *c = t->c;
+
+	/* A chunk retired meanwhile was weighed then (chunk_retire()). */
+	if (!t->done || !chunk_out(d, t->pool, c) || c->st.st_ino != t->ino)
+		return;
+	if (t->err)
+		pr_warn("chunk %s: cannot cut it back to %llu bytes: %s",
+			c->name, (unsigned long long)c->bytes,
+			strerror(t->err));
+	else if (!c->trim_said && (uint64_t)t->size > c->bytes)
+		pr_warn("chunk %s was grown to %lld bytes by its holder: cut back to %llu (said once a chunk)",
+			c->name, (long long)t->size,
+			(unsigned long long)c->bytes);
+	c->trim_said |= (uint64_t)t->size > c->bytes;
+	pthread_mutex_lock(&d->lock);
+	chunk_charge_cut(t->pool, c, t->kept);
+	pthread_mutex_unlock(&d->lock);
+}
+
 /*
  * A round back from the thread: each chunk still given out that was cut
- * is said once and charged what the cut could not free
- * (chunk_charge_cut()); then the LEASEs that waited for it are made.
+ * said and charged what the cut could not free; each pool counted once;
+ * then the LEASEs that waited for it are made.
  */
 void trims_done(struct zvmmd *d)
 {
@@ -204,26 +286,16 @@ void trims_done(struct zvmmd *d)
 	pthread_mutex_lock(&d->trim_lock);
 	pthread_mutex_unlock(&d->trim_lock);
 	for (unsigned int i = 0; i < d->trim_n; i++) {
-		struct trim *t = &d->trims[i];
-		struct chunk *c = t->c;
-
-		close(t->fd);
-		if (!chunk_out(d, t->pool, c) || c->st.st_ino != t->ino)
-			continue;
-		if (t->err)
-			pr_warn("chunk %s: cannot cut it back to %llu bytes: %s",
-				c->name, (unsigned long long)c->bytes,
-				strerror(t->err));
-		else if (!c->trim_said && (uint64_t)t->size > c->bytes)
-			pr_warn("chunk %s was grown to %lld bytes by its holder: cut back to %llu (said once a chunk)",
-				c->name, (long long)t->size,
-				(unsigned long long)c->bytes);
-		c->trim_said |= (uint64_t)t->size > c->bytes;
-		pthread_mutex_lock(&d->lock);
-		chunk_charge_cut(d, t->pool, c);
-		pthread_mutex_unlock(&d->lock);
+		trim_apply(d, &d->trims[i]);
+		close(d->trims[i].fd);
 	}
 	d->trim_n = 0;
 	d->trim_busy = false;
+	pthread_mutex_lock(&d->lock);
+	for (int k = 0; k < ZVMMD_NR_POOLS; k++)
+		if (d->pools[k].cfg->on)
+			pool_account(d, &d->pools[k]);
+	filler_poke(d);
+	pthread_mutex_unlock(&d->lock);
 	leases_waiting(d);
 }

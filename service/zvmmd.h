@@ -206,20 +206,18 @@ struct client {
 	struct client *next;
 };
 
-/*
- * A cut of a chunk its holder grew (trim.c): at most TRIM_ROUND a round,
- * the rest at the next recheck.
- */
-#define TRIM_ROUND 64
-
+/* A cut of a chunk its holder grew (trim.c). */
 struct trim {
 	int fd; /* a dup of the chunk's: the loop may retire it meanwhile */
+	int mount_fd; /* its pool's mount, to weigh the cut */
 	struct pool *pool;
 	struct chunk *c; /* the loop's to look up: it may be gone */
 	ino_t ino;
 	uint64_t bytes, end; /* its length, and that in whole pages */
 	off_t size; /* what it had been grown to */
+	uint64_t kept; /* what the cut took out of the file, not the mount */
 	int err;
+	bool done;
 };
 
 /* ------------------------------------------------------------- zvmmd */
@@ -298,12 +296,12 @@ struct zvmmd {
 	bool trim_on;
 	pthread_mutex_t trim_lock;
 	pthread_cond_t trim_wake;
-	bool trim_req, trim_stop;
+	bool trim_req, trim_stop, trim_exited; /* trim_stop also atomically */
 	int trim_efd;
 	struct ev trim_ev;
 	bool trim_busy; /* the loop's */
-	unsigned int trim_n;
-	struct trim trims[TRIM_ROUND];
+	unsigned int trim_n, trim_cap;
+	struct trim *trims;
 	/* The loop's own short walk at a lease's end (quarantine.c). */
 	double quick_window, quick_spent; /* QUICK_S's budget, per second */
 	struct holder_file quick_file[ZVMMD_MAX_CHUNKS];
@@ -323,7 +321,8 @@ int chunk_create(struct pool *p, uint64_t bytes, struct chunk **out)
 void chunk_retire(struct pool *p, struct chunk *c);
 void chunk_uncharge(struct chunk *c);
 bool chunk_grown(const struct pool *p, const struct chunk *c);
-void chunk_charge_cut(struct zvmmd *d, struct pool *p, struct chunk *c);
+void chunk_charge_cut(struct pool *p, struct chunk *c, uint64_t kept);
+uint64_t mount_used(int fd);
 int chunk_reserve(struct chunk *c);
 int filler_start(struct zvmmd *d) __attribute__((warn_unused_result));
 void filler_stop(struct zvmmd *d);
@@ -345,7 +344,7 @@ void leases_waiting(struct zvmmd *d);
 int trim_start(struct zvmmd *d) __attribute__((warn_unused_result));
 bool trims_start(struct zvmmd *d);
 void trims_done(struct zvmmd *d);
-void trim_stop(struct zvmmd *d);
+bool trim_stop(struct zvmmd *d);
 
 /* quarantine.c */
 void quarantine_returned(struct zvmmd *d, struct lease *l);
@@ -367,6 +366,9 @@ void listener_accept(struct zvmmd *d);
 /* peers.c: connections, their checks and messages. */
 void peer_new(struct zvmmd *d, int fd);
 bool peer_read(struct zvmmd *d, struct client *cl);
+void peer_wait(struct zvmmd *d, struct client *cl,
+	       const struct zvmmd_lease_req *req);
+void peer_unwait(struct zvmmd *d, struct client *cl);
 void peer_drop(struct zvmmd *d, struct client *cl);
 void peers_sweep_idle(struct zvmmd *d, struct epoll_event *evs, int from,
 		      int n);
