@@ -228,7 +228,8 @@ void chunk_uncharge(struct chunk *c)
  * than it), into pages of the pool's max no share is charged for: a
  * member took all of max that way from a 2 MiB lease. What lies past a
  * chunk's length was never leased, no guest's memory: trim.c cuts it
- * back, looked for at each recheck and before each lease is made.
+ * back, looked for at each recheck and before each lease the pool is
+ * short of room for.
  */
 bool chunk_grown(const struct pool *p, const struct chunk *c)
 {

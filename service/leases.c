@@ -93,12 +93,10 @@ static int send_lease(int fd, const struct lease *l)
  * A lease that never reached its client: filled chunks go back to the
  * ready list (no one else saw them), new empty ones are retired.
  */
-static void lease_undo(struct zvmmd *d, struct lease *l)
+static void lease_put_back(struct pool *p, struct lease *l)
 {
-	struct pool *p = l->pool;
 	struct chunk *c, *next;
 
-	pthread_mutex_lock(&d->lock);
 	for (c = l->chunks; c; c = next) {
 		next = c->next;
 		p->leased_bytes -= c->bytes;
@@ -110,6 +108,13 @@ static void lease_undo(struct zvmmd *d, struct lease *l)
 		p->zero = c;
 		p->zero_bytes += c->bytes;
 	}
+	l->chunks = NULL;
+}
+
+static void lease_undo(struct zvmmd *d, struct lease *l)
+{
+	pthread_mutex_lock(&d->lock);
+	lease_put_back(l->pool, l);
 	pthread_mutex_unlock(&d->lock);
 	free(l);
 }
@@ -191,11 +196,7 @@ static struct pool *lease_pool(struct zvmmd *d, struct client *cl,
 	p = pool_of(d, req->page_bytes, req->node);
 	pthread_mutex_unlock(&d->lock);
 	*ret = 0;
-	if (cl->waiting)
-		*ret = send_error(
-			cl->fd, EBUSY,
-			"this connection's LEASE is still being made: one request at a time");
-	else if (cl->lease)
+	if (cl->lease)
 		*ret = send_error(
 			cl->fd, EBUSY,
 			"this connection holds lease %u: one lease per connection, open another",
@@ -214,7 +215,7 @@ static struct pool *lease_pool(struct zvmmd *d, struct client *cl,
 			size_label(req->page_bytes, a, sizeof(a)),
 			size_label(req->page_bytes, b, sizeof(b)),
 			"zvmmd.conf");
-	if (cl->waiting || cl->lease || !p)
+	if (cl->lease || !p)
 		return NULL;
 	chunk = p->cfg->chunk_bytes;
 	/* Not (bytes + chunk - 1) / chunk: that wraps near 2^64. */
@@ -287,16 +288,15 @@ static int lease_take(struct pool *p, const struct zvmmd_lease_req *req,
 	return ret;
 }
 
-/* @l, which lease_take() could not make whole, undone and said. */
-static int lease_refused(struct zvmmd *d, struct client *cl,
-			 const struct zvmmd_lease_req *req, struct lease *l,
-			 int ret)
+/*
+ * A lease of @p that lease_take() could not make whole (@taken bytes of
+ * it, put back), said.
+ */
+static int lease_refused(struct client *cl, const struct zvmmd_lease_req *req,
+			 struct pool *p, uint64_t taken, int ret)
 {
-	struct pool *p = l->pool;
-	uint64_t taken = l->bytes;
 	char a[32], b[32];
 
-	lease_undo(d, l);
 	if (ret == -ENOSPC)
 		return send_error(
 			cl->fd, ENOMEM,
@@ -330,14 +330,25 @@ static int lease_grant(struct zvmmd *d, struct client *cl, struct pool *p,
 	l->pool = p;
 	l->id = ++d->next_lease;
 	ret = lease_take(p, req, need, l, &zero_n);
+	if (ret) {
+		uint64_t taken = l->bytes;
+
+		/*
+		 * Put back before the lock goes: the filler seeing the stock
+		 * taken refilled it, and the stock came back on top (a
+		 * refused LEASE left it a chunk past high).
+		 */
+		lease_put_back(p, l);
+		pthread_mutex_unlock(&d->lock);
+		free(l);
+		return lease_refused(cl, req, p, taken, ret);
+	}
 	for (struct chunk *c = l->chunks; c; c = c->next)
 		c->owner = cl->uid;
 	__atomic_store_n(&d->last_lease_ns, (uint64_t)(clock_now() * 1e9),
 			 __ATOMIC_RELAXED);
 	filler_poke(d);
 	pthread_mutex_unlock(&d->lock);
-	if (ret)
-		return lease_refused(d, cl, req, l, ret);
 	ret = send_lease(cl->fd, l);
 	if (ret) {
 		pr_warn("lease %u to pid %d: cannot send it: %s", l->id,
@@ -362,6 +373,28 @@ static int lease_grant(struct zvmmd *d, struct client *cl, struct pool *p,
 }
 
 /*
+ * Whether lease_take() would find @p short of room for @req (@need
+ * chunks) now, as it weighs: the filled chunks it takes are held
+ * already, the empty ones must fit under max and in the free hugepages.
+ */
+static bool lease_short(struct zvmmd *d, struct pool *p,
+			const struct zvmmd_lease_req *req, uint64_t need)
+{
+	uint64_t chunk = p->cfg->chunk_bytes, zero_n, want;
+	bool short_of_room;
+
+	pthread_mutex_lock(&d->lock);
+	pool_account(d, p);
+	zero_n = p->zero_bytes / chunk < need ? p->zero_bytes / chunk : need;
+	want = zero_n < need ? req->bytes - zero_n * chunk : 0;
+	short_of_room = want && (pool_held_bytes(p) + want > p->cfg->max ||
+				 free_pages(p->cfg->page_bytes) <
+					 want / p->cfg->page_bytes);
+	pthread_mutex_unlock(&d->lock);
+	return short_of_room;
+}
+
+/*
  * @req for @cl: refused, or granted; one the pool is short of room for
  * waits for the chunks their holders grew to be cut back (a round of
  * trims out: this one or one before), so that pages grown into are back
@@ -373,7 +406,6 @@ static int lease_grant(struct zvmmd *d, struct client *cl, struct pool *p,
 static int lease_ask(struct zvmmd *d, struct client *cl,
 		     const struct zvmmd_lease_req *req, bool waited)
 {
-	bool short_of_room;
 	struct pool *p;
 	uint64_t need;
 	int ret;
@@ -381,10 +413,7 @@ static int lease_ask(struct zvmmd *d, struct client *cl,
 	p = lease_pool(d, cl, req, &need, &ret);
 	if (!p)
 		return ret;
-	pthread_mutex_lock(&d->lock);
-	short_of_room = pool_held_bytes(p) + req->bytes > p->cfg->max;
-	pthread_mutex_unlock(&d->lock);
-	if (!waited && short_of_room && trims_start(d)) {
+	if (!waited && lease_short(d, p, req, need) && trims_start(d)) {
 		peer_wait(d, cl, req);
 		return 0;
 	}

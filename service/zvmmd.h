@@ -209,7 +209,7 @@ struct client {
 /* A cut of a chunk its holder grew (trim.c). */
 struct trim {
 	int fd; /* a dup of the chunk's: the loop may retire it meanwhile */
-	int mount_fd; /* its pool's mount, to weigh the cut */
+	int mount_fd; /* a dup of its pool's mount's, to weigh the cut */
 	struct pool *pool;
 	struct chunk *c; /* the loop's to look up: it may be gone */
 	ino_t ino;
