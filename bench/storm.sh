@@ -82,6 +82,11 @@ for f in "$hp"/hugepages-*/nr_hugepages; do saved[$f]=$(cat "$f"); done
 raise() { echo $((${saved[$1]} + $2)) >"$1"; }
 
 work=$(mktemp -d /tmp/zvmm-suite-storm.XXXXXX)
+# Every launch's calibration profile and state records in this run's
+# directory, zvmmd's too: none in the host's /var/cache/zvmm or
+# /var/lib/zvmm (the guest launches wrote root's profile there).
+mkdir -m 0700 "$work/cache" "$work/state"
+export ZVMM_CACHE_DIR=$work/cache ZVMM_STATE_DIR=$work/state
 zpid=""
 cleanup() {
 	[ -n "$zpid" ] && kill "$zpid" 2>/dev/null && wait "$zpid" 2>/dev/null
@@ -317,7 +322,6 @@ tenant_part() {
 		"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" \
 		"$(uname -r)"
 	# The tenants' backend = auto reads a profile of this run's.
-	mkdir -m 0700 "$work/cache" "$work/state"
 	ZVMM_CACHE_DIR=$work/cache ZVMM_STATE_DIR=$work/state \
 		"$ZVMM" calibrate --quiet >/dev/null 2>"$work/err" ||
 		{ echo "storm.sh: zvmm calibrate failed: $(cat "$work/err")" >&2; exit 1; }
