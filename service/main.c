@@ -96,6 +96,8 @@ static int zvmmd_new(const char *path, struct zvmmd **out)
 	}
 	pthread_mutex_init(&d->lock, NULL);
 	pthread_cond_init(&d->wake, NULL);
+	pthread_mutex_init(&d->gate_lock, NULL);
+	pthread_cond_init(&d->gate_cv, NULL);
 	pthread_mutex_init(&d->scan_lock, NULL);
 	pthread_cond_init(&d->scan_wake, NULL);
 	d->scan_efd = -1;
@@ -357,6 +359,8 @@ static void zvmmd_free(struct zvmmd *d)
 	pthread_mutex_destroy(&d->scan_lock);
 	pthread_cond_destroy(&d->trim_wake);
 	pthread_mutex_destroy(&d->trim_lock);
+	pthread_cond_destroy(&d->gate_cv);
+	pthread_mutex_destroy(&d->gate_lock);
 	pthread_cond_destroy(&d->wake);
 	pthread_mutex_destroy(&d->lock);
 	free(d);

@@ -243,6 +243,14 @@ struct zvmmd {
 	uint64_t last_lease_ns; /* CLOCK_MONOTONIC of the last lease */
 	pthread_t filler;
 	bool filler_on;
+	/*
+	 * [scrub] priority = idle: the gate thread lets the filler zero a
+	 * pass of pages each time it runs (chunks.c). Under @gate_lock.
+	 */
+	pthread_mutex_t gate_lock;
+	pthread_cond_t gate_cv;
+	pthread_t gate;
+	bool gate_on, gate_want, gate_open, gate_stop;
 
 	/* The event loop's alone. */
 	int epfd, listen_fd, signal_fd, timer_fd;

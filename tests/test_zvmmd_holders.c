@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <linux/fuse.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -899,10 +900,8 @@ Test(zvmmd_holders, a_fuse_file_that_stops_answering_holds_up_nothing)
 	fuse_end();
 }
 
-#define ENDING 24
-
-/* zvmmd again, on 2 MiB chunks with nothing filled ahead. */
-static void daemon_restart_small_chunks(void)
+/* zvmmd again, its [service] as before and @rest the rest of its file. */
+static void daemon_restart(const char *rest)
 {
 	int status;
 	FILE *f;
@@ -912,13 +911,74 @@ static void daemon_restart_small_chunks(void)
 	daemon_pid = -1;
 	f = fopen(conf, "w");
 	cr_assert_not_null(f);
-	fprintf(f,
-		"[service]\nsocket = %s\ndir = %s/chunks\ngroup = root\n"
-		"[pages.2M]\nchunk = 2M\nlow = 0\nhigh = 0\nmax = 64M\n"
-		"[quarantine]\nrecheck = 50\n",
-		sock, dir);
+	fprintf(f, "[service]\nsocket = %s\ndir = %s/chunks\ngroup = root\n%s",
+		sock, dir, rest);
 	fclose(f);
 	daemon_start();
+}
+
+/*
+ * The filler zeroes at idle priority: on a CPU that something else keeps
+ * busy it runs a few ms a second and is stopped anywhere in a page, for
+ * most of a second. Nothing it holds then may be what the event loop
+ * needs. A filler that faulted its pages in through a mapping held
+ * zvmmd's mmap_lock for the whole page, and every mmap() or brk() of the
+ * loop (a LEASE maps its empty chunks to reserve their pages; malloc)
+ * waited for it: 1.4 s in CI, beside the walks above.
+ */
+Test(zvmmd_holders, a_starved_filler_holds_up_no_lease)
+{
+	pid_t hog, test = getpid();
+	double worst = 0, t0;
+	cpu_set_t one;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		test_skip(TEST_NEED_CPUS, "one CPU online");
+	/* Every chunk up to max filled, on CPU 0 alone. */
+	daemon_restart("[pages.2M]\nchunk = 2M\nlow = 64M\nhigh = 64M\n"
+		       "max = 64M\n[scrub]\ncpus = 0\npriority = idle\n");
+	hog = fork();
+	cr_assert_neq(hog, -1);
+	if (!hog) {
+		CPU_ZERO(&one);
+		CPU_SET(0, &one);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != test ||
+		    sched_setaffinity(0, sizeof(one), &one))
+			_exit(1);
+		for (;;)
+			;
+	}
+	/*
+	 * Each LEASE takes every chunk filled and maps the rest, empty, and
+	 * its end gives them all back: the filler is kept filling, and a
+	 * lease is asked once it has had LEASE_QUIET (0.1 s) to start.
+	 */
+	for (int i = 0; i < 8; i++) {
+		struct lease l;
+
+		usleep(400000);
+		t0 = test_mono_now();
+		lease_ask(&l, 32 * SZ_1M);
+		cr_assert_eq(l.err, 0, "%s", l.msg);
+		t0 = test_mono_now() - t0;
+		worst = t0 > worst ? t0 : worst;
+		lease_close(&l);
+	}
+	kill(hog, SIGKILL);
+	waitpid(hog, NULL, 0);
+	cr_log_info("the slowest LEASE took %.0f ms", worst * 1e3);
+	cr_assert_lt(worst, 0.5,
+		     "a LEASE took %.0f ms while the filler was starved",
+		     worst * 1e3);
+}
+
+#define ENDING 24
+
+/* zvmmd again, on 2 MiB chunks with nothing filled ahead. */
+static void daemon_restart_small_chunks(void)
+{
+	daemon_restart("[pages.2M]\nchunk = 2M\nlow = 0\nhigh = 0\nmax = 64M\n"
+		       "[quarantine]\nrecheck = 50\n");
 }
 
 /*
