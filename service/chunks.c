@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <numa.h>
+#include <numaif.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -367,43 +368,68 @@ static bool stopping(const struct zvmmd *d)
 #define LEASE_QUIET 0.1
 #define LEASE_QUIET_MAX 1.0
 
-static void wait_quiet(const struct zvmmd *d)
+static bool wait_quiet(const struct zvmmd *d, double since)
 {
-	double t0 = clock_now(), until;
+	bool slept = false;
+	double until;
 
 	for (;;) {
 		until = (double)__atomic_load_n(&d->last_lease_ns,
 						__ATOMIC_RELAXED) *
 				1e-9 +
 			LEASE_QUIET;
-		if (until > t0 + LEASE_QUIET_MAX)
-			until = t0 + LEASE_QUIET_MAX;
+		if (until > since + LEASE_QUIET_MAX)
+			until = since + LEASE_QUIET_MAX;
 		if (until <= clock_now() || stopping(d))
-			return;
+			return slept;
 		pace_until(until);
+		slept = true;
 	}
 }
 
 /*
- * The filler's allocations on @node from now (strict, as the pool's
- * node = asks), or anywhere again for -1. The policy is the thread's:
+ * The filler's allocations on @node (strict, as the pool's node = asks)
+ * until fill_policy_restore(). The policy is the thread's own:
  * hugetlbfs_fallocate() allocates through a VMA with no policy of its
- * own, so the task's applies.
+ * own, so the task's applies. It binds the kernel's own allocations in
+ * the call too (the page cache's nodes, the reservation map's entries),
+ * a few bytes beside each hugepage. Whatever policy the thread had (a
+ * unit's NUMAPolicy=, numactl) is kept in @old for the restore.
  */
-static void fill_node(int node)
+struct fill_policy {
+	int mode;
+	struct bitmask *mask;
+};
+
+static void fill_policy_bind(int node, struct fill_policy *old)
 {
 	struct bitmask *nodes;
 
-	if (numa_available() < 0)
+	old->mask = NULL;
+	if (node < 0 || numa_available() < 0)
 		return;
-	if (node < 0) {
-		numa_set_localalloc();
-		return;
-	}
+	old->mask = numa_allocate_nodemask();
 	nodes = numa_allocate_nodemask();
+	if (get_mempolicy(&old->mode, old->mask->maskp, old->mask->size, NULL,
+			  0)) {
+		numa_free_nodemask(old->mask);
+		old->mask = NULL;
+	}
 	numa_bitmask_setbit(nodes, (unsigned int)node);
-	numa_set_membind(nodes);
+	if (set_mempolicy(MPOL_BIND, nodes->maskp, nodes->size))
+		pr_warn("cannot fill on node %d alone: %s", node,
+			strerror(errno));
 	numa_free_nodemask(nodes);
+}
+
+static void fill_policy_restore(struct fill_policy *old)
+{
+	if (!old->mask)
+		return;
+	if (set_mempolicy(old->mode, old->mask->maskp, old->mask->size))
+		(void)set_mempolicy(MPOL_DEFAULT, NULL, 0);
+	numa_free_nodemask(old->mask);
+	old->mask = NULL;
 }
 
 /* The calling thread on the filler's CPUs, as [scrub] cpus says. */
@@ -460,6 +486,8 @@ static void *gate(void *arg)
 			pthread_cond_wait(&d->gate_cv, &d->gate_lock);
 		}
 	}
+	d->gate_exited = true;
+	pthread_cond_broadcast(&d->gate_cv);
 	pthread_mutex_unlock(&d->gate_lock);
 	return NULL;
 }
@@ -499,19 +527,19 @@ static bool gate_pass(struct zvmmd *d)
 static int chunk_fill(struct zvmmd *d, struct pool *p, struct chunk *c)
 {
 	uint64_t page = p->cfg->page_bytes, rate = d->cfg.scrub_rate;
-	double t0 = clock_now();
+	double t0 = clock_now(), pass_end = 0, page_t0 = 0;
+	struct fill_policy old;
+	uint64_t off = 0;
 	int ret = 0;
 
-	double pass_end = 0;
-
-	if (p->cfg->node >= 0)
-		fill_node(p->cfg->node);
-	for (uint64_t off = 0; off < c->bytes && !ret; off += page) {
+	fill_policy_bind(p->cfg->node, &old);
+	while (off < c->bytes) {
 		if (stopping(d)) {
 			ret = -ECANCELED;
 			break;
 		}
-		wait_quiet(d);
+		if (!page_t0)
+			page_t0 = clock_now();
 		if (clock_now() >= pass_end) {
 			if (!gate_pass(d)) {
 				ret = -ECANCELED;
@@ -519,13 +547,24 @@ static int chunk_fill(struct zvmmd *d, struct pool *p, struct chunk *c)
 			}
 			pass_end = clock_now() + GATE_PASS_S;
 		}
-		if (fallocate(c->fd, 0, (off_t)off, (off_t)page))
+		/*
+		 * After the gate, whose wait can be long: a lease made
+		 * meanwhile is given its quiet, and the gate asked again.
+		 */
+		if (wait_quiet(d, page_t0)) {
+			pass_end = 0;
+			continue;
+		}
+		if (fallocate(c->fd, 0, (off_t)off, (off_t)page)) {
 			ret = -errno;
-		else if (rate)
-			pace_until(t0 + (double)(off + page) / (double)rate);
+			break;
+		}
+		off += page;
+		page_t0 = 0;
+		if (rate)
+			pace_until(t0 + (double)off / (double)rate);
 	}
-	if (p->cfg->node >= 0)
-		fill_node(-1);
+	fill_policy_restore(&old);
 	if (!ret) {
 		/* The status reads these under the lock. */
 		pthread_mutex_lock(&d->lock);
@@ -611,13 +650,23 @@ int filler_start(struct zvmmd *d)
 	return ret;
 }
 
-void filler_stop(struct zvmmd *d)
+bool filler_stop(struct zvmmd *d)
 {
+	struct timespec ts;
+	bool exited = true;
+
 	pthread_mutex_lock(&d->lock);
 	/* Atomic: chunk_fill() reads it without the lock, between pages. */
 	__atomic_store_n(&d->stop, true, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&d->wake);
 	pthread_mutex_unlock(&d->lock);
+	/*
+	 * The gate is stopped first: a filler waiting for it goes at once.
+	 * It runs at SCHED_IDLE, so on CPUs kept busy its own exit can take
+	 * seconds: it has 1 s, then is left to the process's exit.
+	 */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 1;
 	pthread_mutex_lock(&d->gate_lock);
 	d->gate_stop = true;
 	pthread_cond_broadcast(&d->gate_cv);
@@ -625,9 +674,21 @@ void filler_stop(struct zvmmd *d)
 	if (d->filler_on)
 		pthread_join(d->filler, NULL);
 	d->filler_on = false;
-	if (d->gate_on)
-		pthread_join(d->gate, NULL);
+	if (!d->gate_on)
+		return true;
+	pthread_mutex_lock(&d->gate_lock);
+	while (!d->gate_exited &&
+	       !pthread_cond_timedwait(&d->gate_cv, &d->gate_lock, &ts))
+		;
+	exited = d->gate_exited;
+	pthread_mutex_unlock(&d->gate_lock);
+	if (!exited) {
+		pr_warn("the filler's gate did not stop within 1 s: left to the exit");
+		return false;
+	}
+	pthread_join(d->gate, NULL);
 	d->gate_on = false;
+	return true;
 }
 
 /* Something changed what the filler should do. With the lock held. */

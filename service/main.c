@@ -331,7 +331,7 @@ static void zvmmd_free(struct zvmmd *d)
 		return;
 	joined = scan_stop(d);
 	joined &= trim_stop(d);
-	filler_stop(d);
+	joined &= filler_stop(d);
 	peers_drop_all(d);
 	pools_close(d);
 	peers_users_sweep(d, true);
@@ -351,7 +351,7 @@ static void zvmmd_free(struct zvmmd *d)
 	if (d->listen_fd >= 0)
 		close(d->listen_fd);
 	if (!joined)
-		return; /* the scan or trim thread may still write to @d */
+		return; /* the scan, trim or gate thread may still use @d */
 	scan_free(d);
 	if (d->scan_efd >= 0)
 		close(d->scan_efd);

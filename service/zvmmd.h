@@ -245,12 +245,14 @@ struct zvmmd {
 	bool filler_on;
 	/*
 	 * [scrub] priority = idle: the gate thread lets the filler zero a
-	 * pass of pages each time it runs (chunks.c). Under @gate_lock.
+	 * pass of pages each time it runs (chunks.c). @gate_on is set
+	 * before the filler starts and cleared once both are joined; the
+	 * rest are under @gate_lock.
 	 */
 	pthread_mutex_t gate_lock;
 	pthread_cond_t gate_cv;
 	pthread_t gate;
-	bool gate_on, gate_want, gate_open, gate_stop;
+	bool gate_on, gate_want, gate_open, gate_stop, gate_exited;
 
 	/* The event loop's alone. */
 	int epfd, listen_fd, signal_fd, timer_fd;
@@ -333,7 +335,7 @@ void chunk_charge_cut(struct pool *p, struct chunk *c, uint64_t kept);
 uint64_t mount_used(int fd);
 int chunk_reserve(struct chunk *c);
 int filler_start(struct zvmmd *d) __attribute__((warn_unused_result));
-void filler_stop(struct zvmmd *d);
+bool filler_stop(struct zvmmd *d);
 void filler_poke(struct zvmmd *d);
 
 /* fdstore.c: systemd's socket activation and fd store. */

@@ -53,7 +53,7 @@ static const char *const hardening[] = {
 	"UMask=0077",
 	"SystemCallArchitectures=native",
 	"LimitNOFILE=524288",
-	"CPUWeight=idle",
+	"CPUWeight=1",
 };
 
 /* The socket unit's: who may connect, and the directory it makes. */

@@ -248,7 +248,7 @@ IMPORTS = {
     'numa_node_to_cpus': SYSFS, 'numa_node_of_cpu': SYSFS,
     'numa_distance': SYSFS, 'numa_sched_setaffinity': 'sched_setaffinity',
     'numa_set_preferred': 'set_mempolicy', 'numa_tonode_memory': 'mbind',
-    'numa_set_membind': 'set_mempolicy', 'numa_set_localalloc': 'set_mempolicy',
+    'get_mempolicy': 'get_mempolicy', 'set_mempolicy': 'set_mempolicy',
     'numa_allocate_nodemask': MALLOC,
     'numa_max_node': '', 'numa_all_cpus_ptr': '', 'numa_nodes_ptr': '',
     'numa_bitmask_*': '',
