@@ -368,23 +368,27 @@ static bool stopping(const struct zvmmd *d)
 #define LEASE_QUIET 0.1
 #define LEASE_QUIET_MAX 1.0
 
-static bool wait_quiet(const struct zvmmd *d, double since)
+static bool wait_quiet(const struct zvmmd *d, double *left)
 {
+	double t0 = clock_now(), until;
 	bool slept = false;
-	double until;
 
 	for (;;) {
 		until = (double)__atomic_load_n(&d->last_lease_ns,
 						__ATOMIC_RELAXED) *
 				1e-9 +
 			LEASE_QUIET;
-		if (until > since + LEASE_QUIET_MAX)
-			until = since + LEASE_QUIET_MAX;
+		if (until > t0 + *left)
+			until = t0 + *left;
 		if (until <= clock_now() || stopping(d))
-			return slept;
+			break;
 		pace_until(until);
 		slept = true;
 	}
+	*left -= clock_now() - t0;
+	if (*left < 0)
+		*left = 0;
+	return slept;
 }
 
 /*
@@ -527,7 +531,7 @@ static bool gate_pass(struct zvmmd *d)
 static int chunk_fill(struct zvmmd *d, struct pool *p, struct chunk *c)
 {
 	uint64_t page = p->cfg->page_bytes, rate = d->cfg.scrub_rate;
-	double t0 = clock_now(), pass_end = 0, page_t0 = 0;
+	double t0 = clock_now(), pass_end = 0, quiet_left = LEASE_QUIET_MAX;
 	struct fill_policy old;
 	uint64_t off = 0;
 	int ret = 0;
@@ -538,8 +542,6 @@ static int chunk_fill(struct zvmmd *d, struct pool *p, struct chunk *c)
 			ret = -ECANCELED;
 			break;
 		}
-		if (!page_t0)
-			page_t0 = clock_now();
 		if (clock_now() >= pass_end) {
 			if (!gate_pass(d)) {
 				ret = -ECANCELED;
@@ -550,8 +552,10 @@ static int chunk_fill(struct zvmmd *d, struct pool *p, struct chunk *c)
 		/*
 		 * After the gate, whose wait can be long: a lease made
 		 * meanwhile is given its quiet, and the gate asked again.
+		 * The quiet a page waits is LEASE_QUIET_MAX in all, the
+		 * gate's waits aside.
 		 */
-		if (wait_quiet(d, page_t0)) {
+		if (wait_quiet(d, &quiet_left)) {
 			pass_end = 0;
 			continue;
 		}
@@ -560,7 +564,7 @@ static int chunk_fill(struct zvmmd *d, struct pool *p, struct chunk *c)
 			break;
 		}
 		off += page;
-		page_t0 = 0;
+		quiet_left = LEASE_QUIET_MAX;
 		if (rate)
 			pace_until(t0 + (double)off / (double)rate);
 	}
