@@ -289,11 +289,12 @@ static int lease_take(struct pool *p, const struct zvmmd_lease_req *req,
 }
 
 /*
- * A lease of @p that lease_take() could not make whole (@taken bytes of
- * it, put back), said.
+ * A lease of @p that lease_take() could not make whole, said; @in_use is
+ * what the pool held once it was put back, read under the lock (the
+ * filler changes the books).
  */
 static int lease_refused(struct client *cl, const struct zvmmd_lease_req *req,
-			 struct pool *p, uint64_t taken, int ret)
+			 struct pool *p, uint64_t in_use, int ret)
 {
 	char a[32], b[32];
 
@@ -302,7 +303,7 @@ static int lease_refused(struct client *cl, const struct zvmmd_lease_req *req,
 			cl->fd, ENOMEM,
 			"zvmmd may hold at most %s of %s pages (that pool's max) and %s of it is in use: ask for less, or raise max",
 			size_format(p->cfg->max, a, sizeof(a)), p->label,
-			size_format(pool_held_bytes(p) + taken, b, sizeof(b)));
+			size_format(in_use, b, sizeof(b)));
 	return send_error(
 		cl->fd, -ret,
 		"zvmmd cannot make %s of %s pages: %s (free hugepages short: raise nr_hugepages)",
@@ -331,7 +332,7 @@ static int lease_grant(struct zvmmd *d, struct client *cl, struct pool *p,
 	l->id = ++d->next_lease;
 	ret = lease_take(p, req, need, l, &zero_n);
 	if (ret) {
-		uint64_t taken = l->bytes;
+		uint64_t in_use;
 
 		/*
 		 * Put back before the lock goes: the filler seeing the stock
@@ -339,9 +340,10 @@ static int lease_grant(struct zvmmd *d, struct client *cl, struct pool *p,
 		 * refused LEASE left it a chunk past high).
 		 */
 		lease_put_back(p, l);
+		in_use = pool_held_bytes(p);
 		pthread_mutex_unlock(&d->lock);
 		free(l);
-		return lease_refused(cl, req, p, taken, ret);
+		return lease_refused(cl, req, p, in_use, ret);
 	}
 	for (struct chunk *c = l->chunks; c; c = c->next)
 		c->owner = cl->uid;
