@@ -420,7 +420,8 @@ static void fill_policy_bind(int node, struct fill_policy *old)
 		old->mask = NULL;
 	}
 	numa_bitmask_setbit(nodes, (unsigned int)node);
-	if (set_mempolicy(MPOL_BIND, nodes->maskp, nodes->size))
+	/* + 1: the kernel reads one bit fewer than it is told (libnuma's). */
+	if (set_mempolicy(MPOL_BIND, nodes->maskp, nodes->size + 1))
 		pr_warn("cannot fill on node %d alone: %s", node,
 			strerror(errno));
 	numa_free_nodemask(nodes);
@@ -430,7 +431,7 @@ static void fill_policy_restore(struct fill_policy *old)
 {
 	if (!old->mask)
 		return;
-	if (set_mempolicy(old->mode, old->mask->maskp, old->mask->size))
+	if (set_mempolicy(old->mode, old->mask->maskp, old->mask->size + 1))
 		(void)set_mempolicy(MPOL_DEFAULT, NULL, 0);
 	numa_free_nodemask(old->mask);
 	old->mask = NULL;
