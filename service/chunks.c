@@ -24,6 +24,7 @@
 #include "../lib/log.h"
 #include "../lib/safefile.h"
 #include "../lib/size.h"
+#include "../lib/sysfs.h"
 #include "../lib/thread.h"
 #include "zvmmd.h"
 
@@ -128,8 +129,50 @@ static uint64_t pool_in_files(const struct zvmmd *d, const struct pool *p)
 	return sum;
 }
 
+uint64_t free_pages(uint64_t page_bytes)
+{
+	char path[96];
+	long nfree = 0, resv = 0;
+
+	snprintf(path, sizeof(path),
+		 "/sys/kernel/mm/hugepages/hugepages-%llukB/free_hugepages",
+		 (unsigned long long)(page_bytes >> 10));
+	if (sysfs_read_long(path, &nfree))
+		return 0;
+	snprintf(path, sizeof(path),
+		 "/sys/kernel/mm/hugepages/hugepages-%llukB/resv_hugepages",
+		 (unsigned long long)(page_bytes >> 10));
+	if (sysfs_read_long(path, &resv))
+		resv = 0;
+	return nfree > resv ? (uint64_t)(nfree - resv) : 0;
+}
+
+/* What @p's mounts hold by the kernel's count: its stock's and root's. */
+uint64_t pool_mount_used(const struct pool *p)
+{
+	return (p->m.dirfd >= 0 ? mount_used(p->m.dirfd) : 0) +
+	       (p->r.dirfd >= 0 ? mount_used(p->r.dirfd) : 0);
+}
+
 /*
- * @p's unseen_bytes from the kernel's count of its mount, with the lock
+ * What of root's reserve in @p the kernel still holds unused: its
+ * mount's min_size= less what root's chunks use (the subpool's own
+ * reservation, mm/hugetlb.c hugepage_subpool_get_pages()). Those pages
+ * are in resv_hugepages, so free_hugepages less that does not count
+ * them, though root's empty chunks may take them.
+ */
+uint64_t pool_reserve_left(const struct pool *p)
+{
+	uint64_t used;
+
+	if (p->r.dirfd < 0 || !p->r.min)
+		return 0;
+	used = mount_used(p->r.dirfd);
+	return used < p->r.min ? p->r.min - used : 0;
+}
+
+/*
+ * @p's unseen_bytes from the kernel's count of its mounts, with the lock
  * held: hugetlbfs counts a page in use (f_blocks - f_bfree) from its
  * reservation (a mapping) or allocation until the last reference to it
  * goes, the page cache's, a mapping's, a pipe's or an io_uring's, also
@@ -148,13 +191,13 @@ void pool_account(struct zvmmd *d, struct pool *p)
 {
 	uint64_t used, before, files, books = pool_books(p);
 
-	if (p->dirfd < 0) {
+	if (p->m.dirfd < 0) {
 		p->unseen_bytes = 0;
 		return;
 	}
-	before = mount_used(p->dirfd);
+	before = pool_mount_used(p);
 	files = pool_in_files(d, p);
-	used = mount_used(p->dirfd);
+	used = pool_mount_used(p);
 	p->unseen_bytes = used > books ? used - books : 0;
 	if (before > used)
 		used = before;
@@ -180,7 +223,7 @@ void chunk_retire(struct pool *p, struct chunk *c)
 	 * holder punched it after pinning its pages in a pipe. One its
 	 * holder truly shrank makes a ghost the next count lets go.
 	 */
-	if (c->charged_to && p->dirfd >= 0) {
+	if (c->charged_to && c->mnt->dirfd >= 0) {
 		uint64_t page = p->cfg->page_bytes;
 		struct stat st;
 
@@ -188,14 +231,14 @@ void chunk_retire(struct pool *p, struct chunk *c)
 		/* And past it: grown, its pages there pinned, then let go. */
 		if (!fstat(c->fd, &st) && (uint64_t)st.st_blocks * 512 > pages)
 			pages = (uint64_t)st.st_blocks * 512;
-		used = mount_used(p->dirfd);
+		used = mount_used(c->mnt->dirfd);
 	}
-	if (unlinkat(p->dirfd, c->name, 0) && errno != ENOENT)
-		pr_warn("cannot remove chunk %s/%s: %s", p->dir, c->name,
+	if (unlinkat(c->mnt->dirfd, c->name, 0) && errno != ENOENT)
+		pr_warn("cannot remove chunk %s/%s: %s", c->mnt->dir, c->name,
 			strerror(errno));
 	close(c->fd);
 	if (pages) {
-		uint64_t now = mount_used(p->dirfd);
+		uint64_t now = mount_used(c->mnt->dirfd);
 
 		freed = used > now ? used - now : 0;
 		g = freed < pages ? calloc(1, sizeof(*g)) : NULL;
@@ -269,8 +312,9 @@ void chunk_charge_cut(struct pool *p, struct chunk *c, uint64_t kept)
 	p->ghosts = g;
 }
 
-/* A new chunk file of @bytes, no page in it yet. */
-int chunk_create(struct pool *p, uint64_t bytes, struct chunk **out)
+/* A new chunk file of @bytes in @p's mount @m, no page in it yet. */
+int chunk_create(struct pool *p, struct hmount *m, uint64_t bytes,
+		 struct chunk **out)
 {
 	struct chunk *c = calloc(1, sizeof(*c));
 	int ret;
@@ -281,7 +325,8 @@ int chunk_create(struct pool *p, uint64_t bytes, struct chunk **out)
 		 (unsigned long long)++p->seq);
 	c->bytes = bytes;
 	c->holder = -1;
-	c->fd = openat(p->dirfd, c->name,
+	c->mnt = m;
+	c->fd = openat(m->dirfd, c->name,
 		       O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
 		       0600);
 	if (c->fd < 0) {
@@ -332,8 +377,11 @@ static bool fill_wanted(struct pool *p)
 		p->refilling = true;
 	if (ready >= cfg->high)
 		p->refilling = false;
+	/* And in its mount, whose size= is max less root's reserve. */
 	return p->refilling &&
-	       pool_held_bytes(p) + cfg->chunk_bytes <= cfg->max;
+	       pool_held_bytes(p) + cfg->chunk_bytes <= cfg->max &&
+	       (!p->reserve ||
+		mount_used(p->m.dirfd) + cfg->chunk_bytes <= p->m.size);
 }
 
 /* Sleeps until @t (CLOCK_MONOTONIC seconds) or a stop. */
@@ -590,7 +638,7 @@ static void fill_one(struct zvmmd *d, struct pool *p)
 	struct chunk *c;
 	int ret;
 
-	ret = chunk_create(p, p->cfg->chunk_bytes, &c);
+	ret = chunk_create(p, &p->m, p->cfg->chunk_bytes, &c);
 	if (ret)
 		goto failed;
 	p->filling_bytes += c->bytes;
@@ -761,15 +809,15 @@ uint64_t mount_used(int fd)
 }
 
 /*
- * A mount a previous zvmmd left at @p's (it was killed, or stopped while
+ * A mount a previous zvmmd left at @m's (it was killed, or stopped while
  * tenants held chunks): nothing in it is trusted, so its files go. Pages
  * its tenants still hold stay in use in it, counted by its size=: a new
  * mount beside it would let the two hold more than max. So a mount that
  * still holds pages is taken over, whatever its size (said when it is
- * not max), and one that holds none is detached for a fresh one. True
- * when it was taken over (its root is then @p's at).
+ * not @m's), and one that holds none is detached for a fresh one. True
+ * when it was taken over (its root is then @m's at).
  */
-static bool pool_take_over(struct pool *p)
+static bool mount_take_over(struct hmount *m)
 {
 	unsigned int stale = 0;
 	uint64_t used = 0;
@@ -777,9 +825,9 @@ static bool pool_take_over(struct pool *p)
 	char a[32], b[32];
 	int fd;
 
-	if (statfs(p->at, &sf) || sf.f_type != HUGETLBFS_MAGIC)
+	if (statfs(m->at, &sf) || sf.f_type != HUGETLBFS_MAGIC)
 		return false;
-	fd = open(p->at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = open(m->at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd >= 0) {
 		stale = remove_all(fd);
 		used = mount_used(fd);
@@ -787,46 +835,41 @@ static bool pool_take_over(struct pool *p)
 	}
 	if (stale)
 		pr_info("%s: %u chunks of a previous zvmmd removed: their state is unknown",
-			p->dir, stale);
+			m->dir, stale);
 	if (!used) {
-		(void)!umount2(p->at, MNT_DETACH);
+		(void)!umount2(m->at, MNT_DETACH);
 		return false;
 	}
 	pr_info("%s: tenants of a previous zvmmd still hold %s there: its mount is kept, and what they hold counted until they let go",
-		p->dir, size_format(used, a, sizeof(a)));
-	if ((uint64_t)sf.f_blocks * (uint64_t)sf.f_bsize != p->cfg->max)
-		pr_warn("%s: the kept mount holds at most %s, not max (%s), until zvmmd restarts with nothing held",
-			p->dir,
+		m->dir, size_format(used, a, sizeof(a)));
+	if ((uint64_t)sf.f_blocks * (uint64_t)sf.f_bsize != m->size)
+		pr_warn("%s: the kept mount holds at most %s, not %s, until zvmmd restarts with nothing held",
+			m->dir,
 			size_format((uint64_t)sf.f_blocks * sf.f_bsize, a,
 				    sizeof(a)),
-			size_format(p->cfg->max, b, sizeof(b)));
+			size_format(m->size, b, sizeof(b)));
 	return true;
 }
 
 /*
- * The page size's own hugetlbfs instance, 0700, under [service] dir
- * (@dirfd): what is in it is zvmmd's alone. Whatever a previous zvmmd
- * left there is of unknown state: removed, never leased.
- */
-/*
  * The root of the mount a previous zvmmd left in systemd's fd store
  * (@fd, fdstore.c), its tenants still holding pages there: taken over as
- * pool_take_over() takes over one still mounted (files removed, what
+ * mount_take_over() takes over one still mounted (files removed, what
  * is used counted), through the fd alone, as the mount ended with the
  * previous zvmmd's mount namespace. True when taken; else @fd is closed.
  */
-static bool pool_take_stored(struct pool *p, int fd)
+static bool mount_take_stored(struct hmount *m, uint64_t page_bytes, int fd)
 {
 	unsigned int stale;
 	struct statfs sf;
 	uint64_t used;
 	char a[32];
 
-	(void)fdstore_send(p->label, -1);
+	(void)fdstore_send(m->label, -1);
 	if (fstatfs(fd, &sf) || sf.f_type != HUGETLBFS_MAGIC ||
-	    (uint64_t)sf.f_bsize != p->cfg->page_bytes) {
-		pr_warn("%s: the mount systemd kept is not hugetlbfs of %s pages: let go",
-			p->dir, p->label);
+	    (uint64_t)sf.f_bsize != page_bytes) {
+		pr_warn("%s: the mount systemd kept is not hugetlbfs of its pages: let go",
+			m->dir);
 		close(fd);
 		return false;
 	}
@@ -834,69 +877,136 @@ static bool pool_take_stored(struct pool *p, int fd)
 	used = mount_used(fd);
 	if (stale)
 		pr_info("%s: %u chunks of a previous zvmmd removed: their state is unknown",
-			p->dir, stale);
+			m->dir, stale);
 	if (!used) {
 		close(fd);
 		return false;
 	}
 	pr_info("%s: tenants of a previous zvmmd still hold %s in the mount systemd kept for it: taken over, and what they hold counted until they let go",
-		p->dir, size_format(used, a, sizeof(a)));
+		m->dir, size_format(used, a, sizeof(a)));
 	/* One still mounted here is the same one: the fd keeps it. */
-	if (!statfs(p->at, &sf) && sf.f_type == HUGETLBFS_MAGIC)
-		(void)!umount2(p->at, MNT_DETACH);
-	p->dirfd = fd;
+	if (!statfs(m->at, &sf) && sf.f_type == HUGETLBFS_MAGIC)
+		(void)!umount2(m->at, MNT_DETACH);
+	m->dirfd = fd;
 	return true;
 }
 
-static int pool_open(struct zvmmd *d, struct pool *p, const char *dir,
-		     int dirfd, int stored)
+/*
+ * Mount @m of a pool of @page_bytes pages, 0700, under [service] dir
+ * (@dirfd): what is in it is zvmmd's alone. Whatever a previous zvmmd
+ * left there is of unknown state: removed, never leased.
+ */
+static int mount_open(struct hmount *m, uint64_t page_bytes, const char *dir,
+		      int dirfd, int stored)
 {
-	char opts[96], ps[8];
+	char opts[128], ps[8];
 	struct stat st;
 
-	snprintf(p->dir, sizeof(p->dir), "%s/%s", dir, p->label);
-	snprintf(p->at, sizeof(p->at), "/proc/self/fd/%d/%s", dirfd, p->label);
-	if (stored >= 0 && pool_take_stored(p, stored)) {
-		pool_account(d, p);
-		p->mnt_id = holder_mnt_id(p->dirfd);
-		return p->mnt_id < 0 ? p->mnt_id : 0;
-	}
-	if (mkdirat(dirfd, p->label, 0700) && errno != EEXIST)
+	snprintf(m->dir, sizeof(m->dir), "%s/%s", dir, m->label);
+	snprintf(m->at, sizeof(m->at), "/proc/self/fd/%d/%s", dirfd, m->label);
+	if (stored >= 0 && mount_take_stored(m, page_bytes, stored))
+		goto opened;
+	if (mkdirat(dirfd, m->label, 0700) && errno != EEXIST)
 		return -errno;
-	if (fstatat(dirfd, p->label, &st, AT_SYMLINK_NOFOLLOW))
+	if (fstatat(dirfd, m->label, &st, AT_SYMLINK_NOFOLLOW))
 		return -errno;
 	if (!S_ISDIR(st.st_mode) || st.st_uid != 0)
 		return -ENOTDIR;
 	/*
-	 * A mount of its own, sized to the pool's max: hugetlbfs refuses an
-	 * allocation past it whoever makes it, so a client cannot grow a
-	 * leased chunk (ftruncate, fallocate through its fd) into hugepages
-	 * zvmmd does not count.
+	 * A mount of its own, sized: hugetlbfs refuses an allocation past
+	 * its size= whoever makes it, so a client cannot grow a leased
+	 * chunk (ftruncate, fallocate through its fd) into hugepages zvmmd
+	 * does not count, nor take root's reserve, held by min_size= in
+	 * root's mount (ENOMEM when the host's free hugepages are short).
 	 */
 	snprintf(opts, sizeof(opts), "pagesize=%s,mode=0700",
-		 size_label(p->cfg->page_bytes, ps, sizeof(ps)));
-	if (p->cfg->max)
+		 size_label(page_bytes, ps, sizeof(ps)));
+	if (m->size)
 		snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
-			 ",size=%llu", (unsigned long long)p->cfg->max);
-	if (!pool_take_over(p) &&
-	    mount("zvmmd", p->at, "hugetlbfs", MS_NOSUID | MS_NODEV, opts))
+			 ",size=%llu", (unsigned long long)m->size);
+	if (m->min)
+		snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
+			 ",min_size=%llu", (unsigned long long)m->min);
+	if (!mount_take_over(m) &&
+	    mount("zvmmd", m->at, "hugetlbfs", MS_NOSUID | MS_NODEV, opts))
 		return -errno;
-	p->mounted = true;
-	p->dirfd = open(p->at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (p->dirfd < 0)
+	m->mounted = true;
+	m->dirfd = open(m->at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (m->dirfd < 0)
 		return -errno;
-	/* What tenants of a mount taken over hold: unseen from the start. */
-	pool_account(d, p);
+opened:
 	/* The holder scan knows an fd on a chunk by its mount's id. */
-	p->mnt_id = holder_mnt_id(p->dirfd);
-	return p->mnt_id < 0 ? p->mnt_id : 0;
+	m->mnt_id = holder_mnt_id(m->dirfd);
+	return m->mnt_id < 0 ? m->mnt_id : 0;
+}
+
+static int pool_open(struct zvmmd *d, struct pool *p, const char *dir,
+		     int dirfd)
+{
+	uint64_t page = p->cfg->page_bytes;
+	char a[32], b[32];
+	int ret;
+
+	snprintf(p->dir, sizeof(p->dir), "%s/%s", dir, p->label);
+	ret = mount_open(&p->m, page, dir, dirfd, fdstore_pool(d, p->m.label));
+	if (!ret && p->reserve) {
+		ret = mount_open(&p->r, page, dir, dirfd,
+				 fdstore_pool(d, p->r.label));
+		if (ret == -ENOMEM)
+			pr_err("%s: the kernel cannot hold root's reserve, %s of %s pages: %s are free and not promised ([service] root_reserve: raise nr_hugepages, or lower root_reserve)",
+			       p->r.dir, size_format(p->reserve, a, sizeof(a)),
+			       p->label,
+			       size_format(free_pages(page) * page, b,
+					   sizeof(b)));
+	}
+	if (!ret && p->reserve)
+		pr_info("%s: %s of %s pages held by the kernel for root's leases alone ([service] root_reserve)",
+			p->r.dir, size_format(p->reserve, a, sizeof(a)),
+			p->label);
+	/* What tenants of a mount taken over hold: unseen from the start. */
+	if (!ret)
+		pool_account(d, p);
+	return ret;
+}
+
+/*
+ * @m of pool @p closed: pages still held by tenants keep the mount, the
+ * next zvmmd takes it over and counts them (mount_take_over()); a
+ * detached one would hold them where no zvmmd counts, past max. Under
+ * systemd the mount ends with the unit's mount namespace: its root goes
+ * to the unit's fd store for the next zvmmd instead (fdstore.c).
+ */
+static void mount_close(struct hmount *m, int dirfd)
+{
+	uint64_t used;
+	char a[32];
+
+	used = m->dirfd >= 0 ? mount_used(m->dirfd) : 0;
+	if (used && !fdstore_send(m->label, m->dirfd))
+		pr_info("%s: tenants still hold %s there: the mount's root is kept in systemd's fd store for a restart of zvmmd to count (a stop of the unit empties the store, and the next start does not count it)",
+			m->dir, size_format(used, a, sizeof(a)));
+	else if (used && m->mounted)
+		pr_info("%s: tenants still hold %s there: the mount stays for the next zvmmd to count (umount it once they are gone)",
+			m->dir, size_format(used, a, sizeof(a)));
+	else if (used)
+		pr_warn("%s: tenants still hold %s there, which the next zvmmd will not count",
+			m->dir, size_format(used, a, sizeof(a)));
+	if (m->dirfd >= 0)
+		close(m->dirfd);
+	m->dirfd = -1;
+	/* One that holds pages is left for the next zvmmd, said above. */
+	if (m->mounted && !used) {
+		if (umount2(m->at, MNT_DETACH))
+			pr_warn("cannot unmount %s: %s", m->dir,
+				strerror(errno));
+		unlinkat(dirfd, m->label, AT_REMOVEDIR);
+	}
+	m->mounted = false;
 }
 
 static void pool_close(struct pool *p, int dirfd)
 {
 	struct chunk *c;
-	uint64_t used;
-	char a[32];
 
 	while ((c = p->zero)) {
 		p->zero = c->next;
@@ -916,37 +1026,11 @@ static void pool_close(struct pool *p, int dirfd)
 		p->ghosts = g->next;
 		free(g);
 	}
-	/*
-	 * Pages still held by tenants keep the mount: the next zvmmd takes
-	 * it over and counts them (pool_take_over()); a detached one would
-	 * hold them where no zvmmd counts, past max. Under systemd the
-	 * mount ends with the unit's mount namespace: its root goes to the
-	 * unit's fd store for the next zvmmd instead (fdstore.c).
-	 */
-	used = p->dirfd >= 0 ? mount_used(p->dirfd) : 0;
-	if (used && !fdstore_send(p->label, p->dirfd))
-		pr_info("%s: tenants still hold %s there: the mount's root is kept in systemd's fd store for a restart of zvmmd to count (a stop of the unit empties the store, and the next start does not count it)",
-			p->dir, size_format(used, a, sizeof(a)));
-	else if (used && p->mounted)
-		pr_info("%s: tenants still hold %s there: the mount stays for the next zvmmd to count (umount it once they are gone)",
-			p->dir, size_format(used, a, sizeof(a)));
-	else if (used)
-		pr_warn("%s: tenants still hold %s there, which the next zvmmd will not count",
-			p->dir, size_format(used, a, sizeof(a)));
-	if (p->dirfd >= 0)
-		close(p->dirfd);
-	p->dirfd = -1;
-	/* One that holds pages is left for the next zvmmd, said above. */
-	if (p->mounted && !used) {
-		if (umount2(p->at, MNT_DETACH))
-			pr_warn("cannot unmount %s: %s", p->dir,
-				strerror(errno));
-		unlinkat(dirfd, p->label, AT_REMOVEDIR);
-	}
-	p->mounted = false;
+	mount_close(&p->m, dirfd);
+	mount_close(&p->r, dirfd);
 }
 
-/* [service] dir, then a mount for each pool that is on. */
+/* [service] dir, then the mounts of each pool that is on. */
 int pools_open(struct zvmmd *d)
 {
 	int ret;
@@ -957,8 +1041,7 @@ int pools_open(struct zvmmd *d)
 	for (int i = 0; i < ZVMMD_NR_POOLS; i++) {
 		if (!d->cfg.pool[i].on)
 			continue;
-		ret = pool_open(d, &d->pools[i], d->cfg.dir, d->dirfd,
-				fdstore_pool(d, d->pools[i].label));
+		ret = pool_open(d, &d->pools[i], d->cfg.dir, d->dirfd);
 		if (ret) {
 			pr_err("cannot set up %s: %s", d->pools[i].dir,
 			       strerror(-ret));

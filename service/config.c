@@ -390,7 +390,52 @@ static int set_share(struct zvmmd_config *c, const char *v, char *err,
 			   len);
 }
 
-/* [service]'s keys of fair shares: user_connections, user_share, idle. */
+/*
+ * [service] root_reserve: "N%" of each pool's max, a size, or 0 for none.
+ * A size below a page would hold nothing, so it is refused as a share is.
+ */
+static int set_root_reserve(struct zvmmd_config *c, const char *v, char *err,
+			    size_t len)
+{
+	unsigned int pct;
+	size_t n = strlen(v);
+
+	if (!strcmp(v, "0")) {
+		c->root_reserve = 0;
+		c->root_reserve_pct = false;
+		return 0;
+	}
+	if (n && v[n - 1] == '%') {
+		if (set_uint(&pct, v, "%", 1, 99, "a percentage", err, len))
+			return -EINVAL;
+		c->root_reserve = pct;
+		c->root_reserve_pct = true;
+		return 0;
+	}
+	c->root_reserve_pct = false;
+	return inival_size(v, NULL, &c->root_reserve, SZ_2M, CONFIG_SIZE_MAX,
+			   err, len);
+}
+
+uint64_t zvmmd_root_reserve(const struct zvmmd_config *c, unsigned int i)
+{
+	const struct zvmmd_pool_cfg *p = &c->pool[i];
+	uint64_t r = c->root_reserve, room;
+
+	if (!r || !p->on || !p->page_bytes || p->max <= p->chunk_bytes)
+		return 0;
+	if (c->root_reserve_pct)
+		r = p->max / 100 * r + p->max % 100 * r / 100;
+	room = p->max - p->chunk_bytes;
+	if (r > room)
+		r = room;
+	return r / p->page_bytes * p->page_bytes;
+}
+
+/*
+ * [service]'s keys of fair shares: user_connections, user_share,
+ * root_reserve, idle.
+ */
 static int set_service_key(struct zvmmd_config *c, const char *key,
 			   const char *v, char *err, size_t len)
 {
@@ -403,9 +448,11 @@ static int set_service_key(struct zvmmd_config *c, const char *key,
 				"a number of seconds (10 or 10s)", err, len);
 	if (!strcmp(key, "user_share"))
 		return set_share(c, v, err, len);
+	if (!strcmp(key, "root_reserve"))
+		return set_root_reserve(c, v, err, len);
 	snprintf(
 		err, len,
-		"unknown key '%s' in [service]: expected socket, dir, group, user_connections, user_share or idle",
+		"unknown key '%s' in [service]: expected socket, dir, group, user_connections, user_share, root_reserve or idle",
 		key);
 	return -EINVAL;
 }
@@ -810,6 +857,14 @@ int zvmmd_config_format(const struct zvmmd_config *c, char *buf, size_t len)
 	else
 		put(&o, "user_share = %s\n",
 		    size_label(c->user_share, a, sizeof(a)));
+	if (c->root_reserve_pct)
+		put(&o, "root_reserve = %llu%%\n",
+		    (unsigned long long)c->root_reserve);
+	else
+		put(&o, "root_reserve = %s\n",
+		    c->root_reserve ?
+			    size_label(c->root_reserve, a, sizeof(a)) :
+			    "0");
 	for (unsigned int i = 0; i < ZVMMD_NR_POOLS; i++) {
 		const struct zvmmd_pool_cfg *p = &c->pool[i];
 

@@ -91,6 +91,12 @@ struct zvmmd_config {
 	 */
 	uint64_t user_share;
 	bool user_share_pct;
+	/*
+	 * [service] root_reserve: what of each pool the kernel holds for
+	 * root's leases alone, a percentage of its max or bytes; 0: none.
+	 */
+	uint64_t root_reserve;
+	bool root_reserve_pct;
 	struct zvmmd_pool_cfg pool[ZVMMD_NR_POOLS];
 	uint64_t scrub_rate; /* [scrub] rate: bytes per second, 0 = no cap */
 	char scrub_cpus[64]; /* [scrub] cpus: a CPU list, "" = any */
@@ -100,7 +106,7 @@ struct zvmmd_config {
 
 /*
  * The defaults: the paths and group above, 32 connections and 50% of each
- * pool per uid, connections without a lease closed after 10 s, every
+ * pool per uid, no root reserve, connections without a lease closed after 10 s, every
  * pool off (1 GiB chunks, nothing kept, any node), no scrub rate cap,
  * any CPU, idle priority, a recheck every 1000 ms. With no pool on it is not a valid config: a
  * file has to turn one on.
@@ -136,6 +142,13 @@ int zvmmd_config_load_string(const char *name, const char *text, size_t len,
  * zvmmd_config_load() returned loads back as the same config.
  */
 int zvmmd_config_format(const struct zvmmd_config *c, char *buf, size_t len);
+
+/*
+ * [service] root_reserve of pool slot @i in bytes: its share of the
+ * pool's max, in whole pages, at most max less one chunk (the stock and
+ * the members keep room for one); 0 with no reserve.
+ */
+uint64_t zvmmd_root_reserve(const struct zvmmd_config *c, unsigned int i);
 
 /*
  * Writes the section name of slot @i ("pages.2M", "pages.1G.node3")

@@ -55,7 +55,7 @@ void fdstore_take(struct zvmmd *d)
 	char name[64];
 
 	d->passed_socket = -1;
-	for (int k = 0; k < ZVMMD_NR_POOLS; k++)
+	for (int k = 0; k < ZVMMD_NR_STORED; k++)
 		d->stored[k].fd = -1;
 	if (!lp || atol(lp) != (long)getpid() || n <= 0)
 		return;
@@ -67,10 +67,10 @@ void fdstore_take(struct zvmmd *d)
 		if (!strncmp(name, POOL_PREFIX, strlen(POOL_PREFIX)) &&
 		    strlen(name + strlen(POOL_PREFIX)) <
 			    sizeof(d->stored[0].label)) {
-			for (k = 0; k < ZVMMD_NR_POOLS && d->stored[k].fd >= 0;
+			for (k = 0; k < ZVMMD_NR_STORED && d->stored[k].fd >= 0;
 			     k++)
 				;
-			if (k < ZVMMD_NR_POOLS) {
+			if (k < ZVMMD_NR_STORED) {
 				d->stored[k].fd = fd;
 				memcpy(d->stored[k].label,
 				       name + strlen(POOL_PREFIX),
@@ -94,7 +94,7 @@ void fdstore_take(struct zvmmd *d)
 /* The stored mount root for pool @label, taken out of @d; -1: none. */
 int fdstore_pool(struct zvmmd *d, const char *label)
 {
-	for (int k = 0; k < ZVMMD_NR_POOLS; k++)
+	for (int k = 0; k < ZVMMD_NR_STORED; k++)
 		if (d->stored[k].fd >= 0 &&
 		    !strcmp(d->stored[k].label, label)) {
 			int fd = d->stored[k].fd;
@@ -108,7 +108,7 @@ int fdstore_pool(struct zvmmd *d, const char *label)
 /* Stored fds no pool took (a pool no longer configured): closed. */
 void fdstore_close_rest(struct zvmmd *d)
 {
-	for (int k = 0; k < ZVMMD_NR_POOLS; k++)
+	for (int k = 0; k < ZVMMD_NR_STORED; k++)
 		if (d->stored[k].fd >= 0) {
 			pr_info("systemd kept a mount for pool %s, which zvmmd.conf no longer has: let go",
 				d->stored[k].label);

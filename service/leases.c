@@ -13,27 +13,7 @@
 #include "../lib/clock.h"
 #include "../lib/log.h"
 #include "../lib/size.h"
-#include "../lib/sysfs.h"
 #include "zvmmd.h"
-
-/* Free hugepages of @page_bytes the kernel has not promised anyone. */
-static uint64_t free_pages(uint64_t page_bytes)
-{
-	char path[96];
-	long nfree = 0, resv = 0;
-
-	snprintf(path, sizeof(path),
-		 "/sys/kernel/mm/hugepages/hugepages-%llukB/free_hugepages",
-		 (unsigned long long)(page_bytes >> 10));
-	if (sysfs_read_long(path, &nfree))
-		return 0;
-	snprintf(path, sizeof(path),
-		 "/sys/kernel/mm/hugepages/hugepages-%llukB/resv_hugepages",
-		 (unsigned long long)(page_bytes >> 10));
-	if (sysfs_read_long(path, &resv))
-		resv = 0;
-	return nfree > resv ? (uint64_t)(nfree - resv) : 0;
-}
 
 /* The lease's reply: entries in the message, the fds beside it. */
 static int send_lease(int fd, const struct lease *l)
@@ -230,6 +210,31 @@ static struct pool *lease_pool(struct zvmmd *d, struct client *cl,
 }
 
 /*
+ * Whether @p has room now for @want bytes of new empty chunks, with the
+ * lock held, @taken bytes of its filled chunks just taken counted held
+ * again: 0, -ENOSPC past max, -EDQUOT past the stock's mount (max less
+ * root's reserve: a uid but root), -ENOMEM when the kernel lacks the
+ * pages. Root's go to its own mount, where the kernel holds the reserve
+ * for them (pool_reserve_left()) whatever the free hugepages say.
+ */
+static int lease_room(const struct pool *p, bool root, uint64_t taken,
+		      uint64_t want)
+{
+	uint64_t page = p->cfg->page_bytes, pages;
+
+	if (!want)
+		return 0;
+	if (pool_held_bytes(p) + taken + want > p->cfg->max)
+		return -ENOSPC;
+	if (p->reserve && !root && mount_used(p->m.dirfd) + want > p->m.size)
+		return -EDQUOT;
+	pages = free_pages(page);
+	if (root && p->reserve)
+		pages += pool_reserve_left(p) / page;
+	return pages < want / page ? -ENOMEM : 0;
+}
+
+/*
  * @need chunks of @p into @l, with the lock held: filled chunks first,
  * then empty ones (the kernel zeroes their pages at the client's first
  * touch, and has promised them: chunk_reserve()) while the pool may hold
@@ -238,12 +243,14 @@ static struct pool *lease_pool(struct zvmmd *d, struct client *cl,
  * are short, or chunk_create()'s error; @l holds what was taken either
  * way, *@zero_n of its chunks filled.
  */
-static int lease_take(struct pool *p, const struct zvmmd_lease_req *req,
-		      uint64_t need, struct lease *l, uint64_t *zero_n)
+static int lease_take(struct pool *p, bool root,
+		      const struct zvmmd_lease_req *req, uint64_t need,
+		      struct lease *l, uint64_t *zero_n)
 {
 	uint64_t chunk = p->cfg->chunk_bytes, empty_n, want;
+	struct hmount *m = root && p->reserve ? &p->r : &p->m;
 	struct chunk *c, **tail = &l->chunks;
-	int ret = 0;
+	int ret;
 
 	*zero_n = 0;
 	while (l->nr < need && p->zero) {
@@ -258,18 +265,12 @@ static int lease_take(struct pool *p, const struct zvmmd_lease_req *req,
 	}
 	empty_n = need - l->nr;
 	want = empty_n ? req->bytes - *zero_n * chunk : 0;
-	/* What it holds, the filled chunks taken now counted again. */
-	if (empty_n &&
-	    pool_held_bytes(p) + *zero_n * chunk + want > p->cfg->max)
-		ret = -ENOSPC;
-	else if (empty_n &&
-		 free_pages(p->cfg->page_bytes) < want / p->cfg->page_bytes)
-		ret = -ENOMEM;
+	ret = lease_room(p, root, *zero_n * chunk, want);
 	while (!ret && l->nr < need) {
 		/* The last one only as long as the request still needs. */
 		uint64_t len = want < chunk ? want : chunk;
 
-		ret = chunk_create(p, len, &c);
+		ret = chunk_create(p, m, len, &c);
 		if (ret)
 			break;
 		ret = chunk_reserve(c);
@@ -296,8 +297,15 @@ static int lease_take(struct pool *p, const struct zvmmd_lease_req *req,
 static int lease_refused(struct client *cl, const struct zvmmd_lease_req *req,
 			 struct pool *p, uint64_t in_use, int ret)
 {
-	char a[32], b[32];
+	char a[32], b[32], c[32];
 
+	if (ret == -EDQUOT)
+		return send_error(
+			cl->fd, ENOMEM,
+			"zvmmd keeps %s of its %s of %s pages for root ([service] root_reserve), and %s of the rest is in use: ask for less, or raise max",
+			size_format(p->reserve, a, sizeof(a)),
+			size_format(p->cfg->max, b, sizeof(b)), p->label,
+			size_format(mount_used(p->m.dirfd), c, sizeof(c)));
 	if (ret == -ENOSPC)
 		return send_error(
 			cl->fd, ENOMEM,
@@ -330,7 +338,7 @@ static int lease_grant(struct zvmmd *d, struct client *cl, struct pool *p,
 	pool_account(d, p);
 	l->pool = p;
 	l->id = ++d->next_lease;
-	ret = lease_take(p, req, need, l, &zero_n);
+	ret = lease_take(p, !cl->uid, req, need, l, &zero_n);
 	if (ret) {
 		uint64_t in_use;
 
@@ -379,7 +387,7 @@ static int lease_grant(struct zvmmd *d, struct client *cl, struct pool *p,
  * chunks) now, as it weighs: the filled chunks it takes are held
  * already, the empty ones must fit under max and in the free hugepages.
  */
-static bool lease_short(struct zvmmd *d, struct pool *p,
+static bool lease_short(struct zvmmd *d, struct pool *p, bool root,
 			const struct zvmmd_lease_req *req, uint64_t need)
 {
 	uint64_t chunk = p->cfg->chunk_bytes, zero_n, want;
@@ -389,9 +397,7 @@ static bool lease_short(struct zvmmd *d, struct pool *p,
 	pool_account(d, p);
 	zero_n = p->zero_bytes / chunk < need ? p->zero_bytes / chunk : need;
 	want = zero_n < need ? req->bytes - zero_n * chunk : 0;
-	short_of_room = want && (pool_held_bytes(p) + want > p->cfg->max ||
-				 free_pages(p->cfg->page_bytes) <
-					 want / p->cfg->page_bytes);
+	short_of_room = lease_room(p, root, 0, want) != 0;
 	pthread_mutex_unlock(&d->lock);
 	return short_of_room;
 }
@@ -415,7 +421,8 @@ static int lease_ask(struct zvmmd *d, struct client *cl,
 	p = lease_pool(d, cl, req, &need, &ret);
 	if (!p)
 		return ret;
-	if (!waited && lease_short(d, p, req, need) && trims_start(d)) {
+	if (!waited && lease_short(d, p, !cl->uid, req, need) &&
+	    trims_start(d)) {
 		peer_wait(d, cl, req);
 		return 0;
 	}

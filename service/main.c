@@ -123,7 +123,7 @@ static int zvmmd_new(const char *path, struct zvmmd **out)
 		char ps[8];
 
 		p->cfg = pc;
-		p->dirfd = -1;
+		p->m.dirfd = p->r.dirfd = -1;
 		/* Its mount's and its chunks' names: 2M, 2M-node1, ... */
 		size_label(pc->page_bytes ? pc->page_bytes : SZ_2M, ps,
 			   sizeof(ps));
@@ -132,6 +132,13 @@ static int zvmmd_new(const char *path, struct zvmmd **out)
 				 pc->node);
 		else
 			snprintf(p->label, sizeof(p->label), "%s", ps);
+		/* Root's: 2M-root, 2M-node1-root. */
+		snprintf(p->m.label, sizeof(p->m.label), "%s", p->label);
+		snprintf(p->r.label, sizeof(p->r.label), "%s-root", p->label);
+		p->reserve = zvmmd_root_reserve(&d->cfg, (unsigned int)i);
+		p->m.size = pc->max - p->reserve;
+		p->r.size = p->reserve ? pc->max : 0;
+		p->r.min = p->reserve;
 	}
 	return 0;
 }
@@ -336,7 +343,7 @@ static void zvmmd_free(struct zvmmd *d)
 	pools_close(d);
 	peers_users_sweep(d, true);
 	/* Passed and not taken (a start that failed): left to the store. */
-	for (int k = 0; k < ZVMMD_NR_POOLS; k++)
+	for (int k = 0; k < ZVMMD_NR_STORED; k++)
 		if (d->stored[k].fd >= 0)
 			close(d->stored[k].fd);
 	if (d->passed_socket >= 0)

@@ -186,7 +186,7 @@ static void scan_kick(struct zvmmd *d, bool again)
 					c->pass_from = d->pass + !fresh;
 				d->scan_chunk[n] = c;
 				d->holder_file[n++] = (struct holder_file){
-					p->mnt_id, c->st.st_dev, c->st.st_ino
+					c->mnt->mnt_id, c->st.st_dev, c->st.st_ino
 				};
 			}
 	}
@@ -284,7 +284,7 @@ void quarantine_returned(struct zvmmd *d, struct lease *l)
 
 	for (struct chunk *c = l->chunks; c && n < ZVMMD_MAX_CHUNKS;
 	     c = c->next)
-		d->quick_file[n++] = (struct holder_file){ l->pool->mnt_id,
+		d->quick_file[n++] = (struct holder_file){ c->mnt->mnt_id,
 							   c->st.st_dev,
 							   c->st.st_ino };
 	ret = quick_walk(d, n);

@@ -184,7 +184,7 @@ static void trim_add(struct zvmmd *d, struct pool *p, struct chunk *c)
 	t->fd = dup(c->fd);
 	if (t->fd < 0)
 		return;
-	t->mount_fd = dup(p->dirfd);
+	t->mount_fd = dup(c->mnt->dirfd);
 	if (t->mount_fd < 0) {
 		close(t->fd);
 		return;

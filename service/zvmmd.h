@@ -33,12 +33,30 @@
 
 /* ------------------------------------------------------------- chunks */
 
+/*
+ * A hugetlbfs mount of a pool's. Each pool has one for its stock and its
+ * members' chunks, sized to max less [service] root_reserve, and with a
+ * reserve one for root's empty chunks: mounted with min_size=, so the
+ * kernel holds those pages for root from the start, whatever a member
+ * does in the other (docs/DESIGN.md, "Root's reserve").
+ */
+struct hmount {
+	char label[32]; /* its directory under [service] dir: "2M", "2M-root" */
+	char dir[PATH_MAX]; /* for messages: [service] dir/label */
+	char at[64]; /* the mount point through dirfd: /proc/self/fd/N/label */
+	int dirfd; /* its root; -1: none */
+	int mnt_id; /* as /proc/PID/fdinfo names it */
+	bool mounted; /* by this zvmmd, at @at */
+	uint64_t size, min; /* its size= and min_size=; 0: none */
+};
+
 struct chunk {
 	struct chunk *next;
 	int fd;
 	uint64_t bytes;
 	struct stat st;
 	char name[48];
+	struct hmount *mnt; /* the mount its file is in */
 	bool filled; /* every page allocated and zero: leased as ZERO */
 	uid_t owner; /* whose lease it was last in: STATUS shows it to them */
 	long holder; /* quarantined: who held it at the last look */
@@ -77,9 +95,9 @@ struct pool {
 	const struct zvmmd_pool_cfg *cfg;
 	char label[24]; /* "2M", "1G", "2M-node1" */
 	char dir[PATH_MAX]; /* for messages: [service] dir/label */
-	char at[64]; /* the mount point through dirfd: /proc/self/fd/N/label */
-	int dirfd;
-	bool mounted;
+	struct hmount m; /* the stock's and members' chunks */
+	struct hmount r; /* root's empty chunks, with a reserve; else unused */
+	uint64_t reserve; /* [service] root_reserve of this pool, in bytes */
 	bool refilling; /* below low: fill up to high */
 	uint64_t seq;
 	struct chunk *zero; /* filled, ready to lease */
@@ -94,7 +112,6 @@ struct pool {
 	 * then retired or quarantined (quarantine.c).
 	 */
 	struct chunk *returned;
-	int mnt_id; /* its mount's, as /proc/PID/fdinfo names it */
 	/*
 	 * What the kernel says the mount holds (fstatfs) beyond the books:
 	 * pages something the walk cannot see still holds (an fd in
@@ -222,6 +239,9 @@ struct trim {
 
 /* ------------------------------------------------------------- zvmmd */
 
+/* The mounts systemd may keep for zvmmd: two a pool (struct hmount). */
+#define ZVMMD_NR_STORED (2 * ZVMMD_NR_POOLS)
+
 struct zvmmd {
 	struct zvmmd_config cfg;
 	struct pool pools[ZVMMD_NR_POOLS];
@@ -230,8 +250,8 @@ struct zvmmd {
 	int passed_socket;
 	struct {
 		int fd;
-		char label[24];
-	} stored[ZVMMD_NR_POOLS];
+		char label[32];
+	} stored[ZVMMD_NR_STORED];
 
 	/*
 	 * Shared with the filler thread: the pools' lists and counts, under
@@ -326,8 +346,12 @@ int pools_open(struct zvmmd *d) __attribute__((warn_unused_result));
 void pools_close(struct zvmmd *d);
 uint64_t pool_held_bytes(const struct pool *p);
 void pool_account(struct zvmmd *d, struct pool *p);
-int chunk_create(struct pool *p, uint64_t bytes, struct chunk **out)
-	__attribute__((warn_unused_result));
+int chunk_create(struct pool *p, struct hmount *m, uint64_t bytes,
+		 struct chunk **out) __attribute__((warn_unused_result));
+uint64_t pool_mount_used(const struct pool *p);
+/* Free hugepages of @page_bytes the kernel has not promised anyone. */
+uint64_t free_pages(uint64_t page_bytes);
+uint64_t pool_reserve_left(const struct pool *p);
 void chunk_retire(struct pool *p, struct chunk *c);
 void chunk_uncharge(struct chunk *c);
 bool chunk_grown(const struct pool *p, const struct chunk *c);

@@ -62,6 +62,7 @@ Test(zvmmd_config, defaults)
 	}
 	cr_assert_eq(c.pool[ZVMMD_POOL_2M].page_bytes, SZ_2M);
 	cr_assert_eq(c.pool[ZVMMD_POOL_1G].page_bytes, SZ_1G);
+	cr_assert_eq(c.root_reserve, 0);
 	cr_assert_eq(c.scrub_rate, 0);
 	cr_assert_str_eq(c.scrub_cpus, "");
 	cr_assert(c.scrub_idle);
@@ -87,6 +88,9 @@ Test(zvmmd_config, dist_file_loads)
 	cr_assert_str_eq(c.socket, "/run/zvmm/zvmmd.sock");
 	cr_assert_str_eq(c.dir, "/run/zvmm/chunks");
 	cr_assert_str_eq(c.group, "zvmm");
+	cr_assert_eq(c.root_reserve, SZ_1G);
+	cr_assert_not(c.root_reserve_pct);
+	cr_assert_eq(zvmmd_root_reserve(&c, ZVMMD_POOL_2M), SZ_1G);
 	cr_assert(c.pool[ZVMMD_POOL_2M].on);
 	cr_assert_eq(c.pool[ZVMMD_POOL_2M].page_bytes, SZ_2M);
 	cr_assert_eq(c.pool[ZVMMD_POOL_2M].chunk_bytes, 256 * SZ_1M);
@@ -274,7 +278,15 @@ Test(zvmmd_config, bad_values_name_file_and_line)
 		{ "[service]\nidle = 10m\n", 2,
 		  "expected a number of seconds" },
 		{ "[service]\nuser = zvmm\n", 2,
-		  "unknown key 'user' in [service]: expected socket, dir, group, user_connections, user_share or idle" },
+		  "unknown key 'user' in [service]: expected socket, dir, group, user_connections, user_share, root_reserve or idle" },
+		{ "[service]\nroot_reserve = 100%\n", 2,
+		  "expected a percentage from 1 to 99" },
+		{ "[service]\nroot_reserve = 0%\n", 2,
+		  "expected a percentage from 1 to 99" },
+		{ "[service]\nroot_reserve = 1M\n", 2,
+		  "'1M' is out of range: give 2 MiB to" },
+		{ "[service]\nroot_reserve = 2\n", 2, "out of range" },
+		{ "[service]\nroot_reserve = -1\n", 2, "invalid size '-1'" },
 		{ "[pages.2M]\nchunk = 3M\n", 2,
 		  "chunk '3M' is not a multiple of the 2M page: give a multiple of 2M" },
 		{ "[pages.1G]\nchunk = 1536M\n", 2,
@@ -452,7 +464,8 @@ Test(zvmmd_config, format_round_trips)
 		"[scrub]\nrate = 1536M\ncpus = 0-3,6\npriority = normal\n"
 		"[quarantine]\nrecheck = 250\n",
 		"[service]\nuser_connections = 4\nuser_share = 1G\nidle = 30s\n"
-		"[pages.2M]\nmax = 2G\n",
+		"root_reserve = 512M\n[pages.2M]\nmax = 2G\n",
+		"[service]\nroot_reserve = 25%\n[pages.2M]\nmax = 2G\n",
 		"[service]\nuser_connections = 4032\nuser_share = 100%\n"
 		"idle = 5\n[pages.2M]\nmax = 2G\n",
 		"[pages.1G]\nmax = 1G\n[scrub]\nrate = 4097\n",
@@ -480,6 +493,7 @@ Test(zvmmd_config, format_round_trips)
 				  strstr(buf, "recheck = ") &&
 				  strstr(buf, "user_connections = ") &&
 				  strstr(buf, "user_share = ") &&
+				  strstr(buf, "root_reserve = ") &&
 				  strstr(buf, "idle = "),
 			  "%s", buf);
 	}
@@ -489,6 +503,33 @@ Test(zvmmd_config, format_round_trips)
 	cr_assert(strstr(buf, "rate = 4097\ncpus = any\npriority = idle\n"),
 		  "%s", buf);
 	cr_assert_null(strstr(buf, "[pages.2M]"), "%s", buf);
+}
+
+/*
+ * [service] root_reserve of each pool: its share of max in whole pages,
+ * a chunk always left to the stock and the members, 0 for none.
+ */
+Test(zvmmd_config, root_reserve_per_pool)
+{
+	cr_assert_eq(load_text("[pages.2M]\nchunk = 2M\nmax = 100M\n"
+			       "[pages.1G]\nmax = 8G\n"),
+		     0, "%s", err);
+	cr_assert_eq(zvmmd_root_reserve(&c, ZVMMD_POOL_2M), 0);
+	cr_assert_eq(load_text("[service]\nroot_reserve = 25%\n"
+			       "[pages.2M]\nchunk = 2M\nmax = 100M\n"
+			       "[pages.1G]\nmax = 8G\n"),
+		     0, "%s", err);
+	/* 25 MiB, in whole pages. */
+	cr_assert_eq(zvmmd_root_reserve(&c, ZVMMD_POOL_2M), 24 * SZ_1M);
+	cr_assert_eq(zvmmd_root_reserve(&c, ZVMMD_POOL_1G), 2 * SZ_1G);
+	cr_assert_eq(load_text("[service]\nroot_reserve = 3G\n"
+			       "[pages.2M]\nchunk = 64M\nmax = 1G\n"
+			       "[pages.1G]\nmax = 1G\n"),
+		     0, "%s", err);
+	/* At most max less a chunk, and none where max is one chunk. */
+	cr_assert_eq(zvmmd_root_reserve(&c, ZVMMD_POOL_2M), SZ_1G - 64 * SZ_1M);
+	cr_assert_eq(zvmmd_root_reserve(&c, ZVMMD_POOL_1G), 0);
+	cr_assert_eq(zvmmd_root_reserve(&c, ZVMMD_POOL_1G + 1), 0);
 }
 
 /*

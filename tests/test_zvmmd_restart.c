@@ -75,7 +75,7 @@ static void daemon_stop(int sig)
 
 static void teardown(void)
 {
-	char cmd[200];
+	char cmd[320];
 
 	held_drop();
 	if (daemon_pid > 0) {
@@ -85,16 +85,29 @@ static void teardown(void)
 	daemon_pid = -1;
 	if (dir[0]) {
 		snprintf(cmd, sizeof(cmd),
-			 "umount -l %s 2>/dev/null; rm -rf %s", mnt, dir);
+			 "umount -l %s/chunks/2M %s/chunks/2M-root 2>/dev/null; rm -rf %s",
+			 dir, dir, dir);
 		(void)!system(cmd);
 	}
 	zero_hugetlb_release(&resv);
 }
 
+/* The suite's config, @service's lines added to [service]. */
+static void conf_write(const char *service)
+{
+	FILE *f = fopen(conf, "w");
+
+	cr_assert_not_null(f);
+	fprintf(f,
+		"[service]\nsocket = %s\ndir = %s/chunks\n%s"
+		"[pages.2M]\nchunk = 16M\nlow = 0\nhigh = 0\nmax = 64M\n"
+		"[quarantine]\nrecheck = 50\n",
+		sock, dir, service);
+	fclose(f);
+}
+
 static void setup(void)
 {
-	FILE *f;
-
 	test_need_root("zvmmd mounts hugetlbfs");
 	if (access(test_zvmmd_bin(), X_OK))
 		test_skip(TEST_NEED_TOOL, "no %s (make)", test_zvmmd_bin());
@@ -105,14 +118,7 @@ static void setup(void)
 	snprintf(sock, sizeof(sock), "%s/zvmmd.sock", dir);
 	snprintf(conf, sizeof(conf), "%s/zvmmd.conf", dir);
 	snprintf(mnt, sizeof(mnt), "%s/chunks/2M", dir);
-	f = fopen(conf, "w");
-	cr_assert_not_null(f);
-	fprintf(f,
-		"[service]\nsocket = %s\ndir = %s/chunks\n"
-		"[pages.2M]\nchunk = 16M\nlow = 0\nhigh = 0\nmax = 64M\n"
-		"[quarantine]\nrecheck = 50\n",
-		sock, dir);
-	fclose(f);
+	conf_write("");
 	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
 }
 
@@ -291,6 +297,22 @@ Test(zvmmd_restart, a_stopped_zvmmds_tenants_are_counted_by_the_next)
 
 Test(zvmmd_restart, a_killed_zvmmds_tenants_are_counted_by_the_next)
 {
+	restart_with_memory_held(SIGKILL);
+}
+
+/*
+ * With [service] root_reserve, root's empty chunks are in a mount of
+ * their own (2M-root, min_size= the reserve): it is kept and taken over
+ * across a restart as the pool's other mount is, its tenant's pages
+ * counted and its bytes untouched.
+ */
+Test(zvmmd_restart, roots_reserve_mount_is_taken_over)
+{
+	daemon_stop(SIGTERM);
+	conf_write("root_reserve = 32M\n");
+	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
+	snprintf(mnt, sizeof(mnt), "%s/chunks/2M-root", dir);
+	cr_assert(mounted(), "no mount for root's reserve at %s", mnt);
 	restart_with_memory_held(SIGKILL);
 }
 

@@ -51,22 +51,39 @@ static struct zero_hugetlb_resv resv = ZERO_HUGETLB_RESV_INIT;
 static char dir[40], sock[96], conf[96];
 static pid_t daemon_pid = -1;
 
+/* The suite's config, @service's lines added to [service]. */
+static void conf_write(const char *service)
+{
+	FILE *f = fopen(conf, "w");
+
+	cr_assert_not_null(f);
+	fprintf(f,
+		"[service]\nsocket = %s\ndir = %s/chunks\ngroup = root\n%s"
+		"[pages.2M]\nchunk = 16M\nlow = 0\nhigh = 0\nmax = 160M\n"
+		"[quarantine]\nrecheck = 50\n",
+		sock, dir, service);
+	fclose(f);
+}
+
 static void daemon_start(void)
 {
 	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
+	/* Anyone may connect: the daemon's own checks are what decide. */
+	cr_assert_eq(chmod(dir, 0711), 0);
+	cr_assert_eq(chmod(sock, 0666), 0);
 }
 
 static void teardown(void)
 {
-	char cmd[160];
+	char cmd[256];
 
 	/* SIGTERM is a clean exit: anything else (a sanitizer's) is said. */
 	if (dir[0])
 		(void)test_zvmmd_stop(&daemon_pid, SIGTERM, dir);
 	if (dir[0]) {
 		snprintf(cmd, sizeof(cmd),
-			 "umount -l %s/chunks/2M 2>/dev/null; rm -rf %s", dir,
-			 dir);
+			 "umount -l %s/chunks/2M %s/chunks/2M-root 2>/dev/null; rm -rf %s",
+			 dir, dir, dir);
 		(void)!system(cmd);
 	}
 	zero_hugetlb_release(&resv);
@@ -74,8 +91,6 @@ static void teardown(void)
 
 static void setup(void)
 {
-	FILE *f;
-
 	test_need_root("zvmmd mounts hugetlbfs");
 	if (access(test_zvmmd_bin(), X_OK))
 		test_skip(TEST_NEED_TOOL, "no %s (make)", test_zvmmd_bin());
@@ -85,18 +100,8 @@ static void setup(void)
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(sock, sizeof(sock), "%s/zvmmd.sock", dir);
 	snprintf(conf, sizeof(conf), "%s/zvmmd.conf", dir);
-	f = fopen(conf, "w");
-	cr_assert_not_null(f);
-	fprintf(f,
-		"[service]\nsocket = %s\ndir = %s/chunks\ngroup = root\n"
-		"[pages.2M]\nchunk = 16M\nlow = 0\nhigh = 0\nmax = 160M\n"
-		"[quarantine]\nrecheck = 50\n",
-		sock, dir);
-	fclose(f);
+	conf_write("");
 	daemon_start();
-	/* Anyone may connect: the daemon's own checks are what decide. */
-	cr_assert_eq(chmod(dir, 0711), 0);
-	cr_assert_eq(chmod(sock, 0666), 0);
 }
 
 TestSuite(zvmmd_shared, .init = setup, .fini = teardown, .timeout = 150);
@@ -1221,6 +1226,113 @@ Test(zvmmd_shared, shrinking_a_leased_chunk_does_not_free_the_ghosts)
 		"past its share after shrinking its chunks: %d, not ENOMEM",
 		said[2]);
 	cr_assert_eq(said[3], 0, "its share once it let go: errno %d", said[3]);
+	member_end(&m);
+	wait_status("leased_bytes", 0);
+	wait_status("unseen_bytes", 0);
+}
+
+/*
+ * A member's lease of one chunk, mapped MAP_PRIVATE again and again
+ * until the kernel refuses: each mapping reserves the chunk's pages in
+ * the pool's mount for its copy-on-write pages, held by no file (the
+ * third review's F2; F1, pages pinned in a pipe and the chunk punched
+ * and written again, is the same to the mount). Says the lease's errno
+ * and how many mappings it made.
+ */
+static int map_private_until_refused(int in, int out)
+{
+	int said[2] = { -1, 0 }, fd, cfd = -1;
+
+	said[0] = lease_keep(&fd, CHUNK, &cfd);
+	while (!said[0] && cfd >= 0 && said[1] < 1000 &&
+	       mmap(NULL, CHUNK, PROT_READ | PROT_WRITE, MAP_PRIVATE, cfd, 0) !=
+		       MAP_FAILED)
+		said[1]++;
+	return say_and_hold(in, out, said, sizeof(said));
+}
+
+/* Root's LEASE of @bytes, each page then written and read back zero. */
+static int root_lease_and_touch(uint64_t bytes)
+{
+	int fd, cfd[ZVMMD_MAX_CHUNKS], n = 0, ret;
+
+	ret = lease_all(&fd, bytes, cfd, &n);
+	for (int i = 0; i < n; i++) {
+		struct stat st;
+		char *m = ret ? NULL : map_chunk(cfd[i], &st);
+
+		if (!ret && !m)
+			ret = -2;
+		for (off_t off = 0; m && off < st.st_size; off += 4096) {
+			if (m[off])
+				ret = -3;
+			m[off] = 1;
+		}
+		if (m)
+			munmap(m, (size_t)st.st_size);
+		close(cfd[i]);
+	}
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/*
+ * Root's reserve (issue 28: no member may deny root a lease). Private
+ * mappings hide memory from every count that charges a share: without a
+ * reserve a member took all of max with them and root's LEASE was
+ * refused. With [service] root_reserve the kernel holds root's part in
+ * a mount of its own (min_size=), the member's mount is max less it:
+ * root leases the reserve beside the member, and beside anyone who took
+ * every free hugepage the kernel had not promised, and reads zero.
+ */
+Test(zvmmd_shared, root_keeps_its_reserve_whatever_a_member_hides)
+{
+	const uint64_t reserve = 3 * CHUNK;
+	struct member m;
+	int said[2], ret;
+	long others;
+	char *grab;
+
+	/* Without one: the member's mappings take what root would lease. */
+	member_start(&m, MEMBER, map_private_until_refused);
+	member_read(&m, said, sizeof(said));
+	cr_assert_eq(said[0], 0, "the member's lease: errno %d", said[0]);
+	cr_assert_eq(said[1], (MAX - CHUNK) / CHUNK,
+		     "%d private mappings of the member's chunk", said[1]);
+	ret = root_lease_and_touch(reserve);
+	cr_assert_eq(ret, ENOMEM,
+		     "root's LEASE beside the mappings, no reserve: %d, not ENOMEM",
+		     ret);
+	member_end(&m);
+	wait_status("leased_bytes", 0);
+
+	cr_assert_eq(test_zvmmd_stop(&daemon_pid, SIGTERM, dir), 0);
+	conf_write("root_reserve = 48M\n");
+	daemon_start();
+	member_start(&m, MEMBER, map_private_until_refused);
+	member_read(&m, said, sizeof(said));
+	cr_assert_eq(said[0], 0, "the member's lease: errno %d", said[0]);
+	cr_assert_eq(said[1], (MAX - reserve - CHUNK) / CHUNK,
+		     "%d private mappings: the member's mount is not max less the reserve",
+		     said[1]);
+	others = unpromised_pages();
+	grab = others ? mmap(NULL, (size_t)others * SZ_2M,
+			     PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0) :
+			NULL;
+	cr_assert_neq(grab, MAP_FAILED, "cannot take %ld free hugepages",
+		      others);
+	for (long i = 0; i < others; i++)
+		grab[(size_t)i * SZ_2M] = 1;
+	ret = root_lease_and_touch(reserve);
+	if (grab)
+		munmap(grab, (size_t)others * SZ_2M);
+	cr_assert_eq(ret, 0,
+		     "root's LEASE of its reserve beside the member: %d (-3: a page not zero)",
+		     ret);
+	/* Past it, root is held to max as before. */
+	cr_assert_eq(root_lease_and_touch(reserve + CHUNK), ENOMEM);
 	member_end(&m);
 	wait_status("leased_bytes", 0);
 	wait_status("unseen_bytes", 0);
