@@ -894,10 +894,13 @@ static bool mount_take_stored(struct hmount *m, uint64_t page_bytes, int fd)
 /*
  * Mount @m of a pool of @page_bytes pages, 0700, under [service] dir
  * (@dirfd): what is in it is zvmmd's alone. Whatever a previous zvmmd
- * left there is of unknown state: removed, never leased.
+ * left there is of unknown state: removed, never leased. With @fresh
+ * false, only a mount a previous zvmmd left holding pages is taken, so
+ * that they are counted (root's reserve mount, the reserve since
+ * turned off); none is made.
  */
 static int mount_open(struct hmount *m, uint64_t page_bytes, const char *dir,
-		      int dirfd, int stored)
+		      int dirfd, int stored, bool fresh)
 {
 	char opts[128], ps[8];
 	struct stat st;
@@ -906,6 +909,20 @@ static int mount_open(struct hmount *m, uint64_t page_bytes, const char *dir,
 	snprintf(m->at, sizeof(m->at), "/proc/self/fd/%d/%s", dirfd, m->label);
 	if (stored >= 0 && mount_take_stored(m, page_bytes, stored))
 		goto opened;
+	if (!fresh) {
+		if (fstatat(dirfd, m->label, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISDIR(st.st_mode) || st.st_uid != 0)
+			return 0;
+		if (!mount_take_over(m)) {
+			unlinkat(dirfd, m->label, AT_REMOVEDIR);
+			return 0;
+		}
+		m->mounted = true;
+		m->dirfd = open(m->at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (m->dirfd < 0)
+			return -errno;
+		goto opened;
+	}
 	if (mkdirat(dirfd, m->label, 0700) && errno != EEXIST)
 		return -errno;
 	if (fstatat(dirfd, m->label, &st, AT_SYMLINK_NOFOLLOW))
@@ -948,10 +965,11 @@ static int pool_open(struct zvmmd *d, struct pool *p, const char *dir,
 	int ret;
 
 	snprintf(p->dir, sizeof(p->dir), "%s/%s", dir, p->label);
-	ret = mount_open(&p->m, page, dir, dirfd, fdstore_pool(d, p->m.label));
-	if (!ret && p->reserve) {
+	ret = mount_open(&p->m, page, dir, dirfd, fdstore_pool(d, p->m.label),
+			 true);
+	if (!ret) {
 		ret = mount_open(&p->r, page, dir, dirfd,
-				 fdstore_pool(d, p->r.label));
+				 fdstore_pool(d, p->r.label), p->reserve);
 		if (ret == -ENOMEM)
 			pr_err("%s: the kernel cannot hold root's reserve, %s of %s pages: %s are free and not promised ([service] root_reserve: raise nr_hugepages, or lower root_reserve)",
 			       p->r.dir, size_format(p->reserve, a, sizeof(a)),

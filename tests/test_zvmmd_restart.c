@@ -258,7 +258,7 @@ static void held_counted_then_freed(int fd)
  * use, lease only max - HELD, and get all of max back once the tenant
  * lets go.
  */
-static void restart_with_memory_held(int sig)
+static void restart_then(int sig, const char *service)
 {
 	int fd;
 
@@ -281,6 +281,8 @@ static void restart_with_memory_held(int sig)
 	daemon_stop(sig);
 	cr_assert(mounted(),
 		  "the mount that counts the tenant's pages is gone");
+	if (service)
+		conf_write(service);
 	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
 	held_counted_then_freed(fd);
 
@@ -288,6 +290,11 @@ static void restart_with_memory_held(int sig)
 	daemon_stop(SIGTERM);
 	cr_assert_not(mounted(),
 		      "zvmmd stopped with nothing held left its mount");
+}
+
+static void restart_with_memory_held(int sig)
+{
+	restart_then(sig, NULL);
 }
 
 Test(zvmmd_restart, a_stopped_zvmmds_tenants_are_counted_by_the_next)
@@ -314,6 +321,16 @@ Test(zvmmd_restart, roots_reserve_mount_is_taken_over)
 	snprintf(mnt, sizeof(mnt), "%s/chunks/2M-root", dir);
 	cr_assert(mounted(), "no mount for root's reserve at %s", mnt);
 	restart_with_memory_held(SIGKILL);
+}
+
+/* The reserve turned off meanwhile: its mount's pages still counted. */
+Test(zvmmd_restart, a_reserve_turned_off_still_counts_roots_tenants)
+{
+	daemon_stop(SIGTERM);
+	conf_write("root_reserve = 32M\n");
+	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
+	snprintf(mnt, sizeof(mnt), "%s/chunks/2M-root", dir);
+	restart_then(SIGTERM, "");
 }
 
 /*
