@@ -241,7 +241,8 @@ static int read_list(struct reader *r, const struct zvmmd_status_row *row,
  */
 static const char *const pool_added[] = { "unseen_bytes", "zero_bytes",
 					  "filling_bytes", "leases_total",
-					  "quarantined_total" };
+					  "quarantined_total",
+					  "reserve_bytes" };
 
 bool zvmmd_status_added(const struct zvmmd_status_object *t, const char *name)
 {
@@ -257,6 +258,8 @@ static void pool_fill_added(struct zvmmd_status_pool *p)
 {
 	if (p->unseen_bytes < 0)
 		p->unseen_bytes = 0;
+	if (p->reserve_bytes < 0)
+		p->reserve_bytes = 0;
 	if (p->zero_bytes < 0)
 		p->zero_bytes = p->clean_bytes;
 	if (p->filling_bytes < 0)
@@ -475,6 +478,11 @@ static void print_pool(const struct zvmmd_status_pool *p, FILE *f)
 		fprintf(f,
 			"  unseen: %s in use in its mount beyond the above, held where no scan looks (an fd in flight, a pipe's pages, a previous zvmmd's tenants): counted held, never leased\n",
 			size_human((uint64_t)p->unseen_bytes, quar,
+				   sizeof(quar)));
+	if (p->reserve_bytes > 0)
+		fprintf(f,
+			"  root's reserve: %s of its max, held by the kernel for root's leases alone\n",
+			size_human((uint64_t)p->reserve_bytes, quar,
 				   sizeof(quar)));
 	for (size_t k = 0; k < p->leases.nr; k++)
 		fprintf(f, "  lease %lld: pid %lld (%s), uid %lld, %s\n",

@@ -26,8 +26,9 @@
  *
  * Every row is required, zvmmd sends them all, but for those added since
  * zvmmd 0.1.0 (unseen_bytes, zero_bytes, filling_bytes, leases_total,
- * quarantined_total), which a reader takes from what an older zvmmd sent
- * when they are absent (0; clean_bytes, dirty_bytes; the lists' lengths).
+ * quarantined_total, reserve_bytes), which a reader takes from what an
+ * older zvmmd sent when they are absent (0; clean_bytes, dirty_bytes;
+ * the lists' lengths; 0).
  * Members no row names are skipped, as new ones appear without a new
  * protocol version.
  */
@@ -71,6 +72,9 @@
 	  "its low: refilled when clean is below")                            \
 	X(INT, high_bytes, 0, INT64_MAX, "its high: refilled up to it")       \
 	X(INT, max_bytes, 0, INT64_MAX, "its max: all it may hold")           \
+	X(INT, reserve_bytes, 0, INT64_MAX,                                   \
+	  "of max, what the kernel holds for root's leases alone "            \
+	  "([service] root_reserve)")                                         \
 	X(INT, scrubbed_bytes, 0, INT64_MAX, "zeroed since zvmmd started")    \
 	X(NUMBER, scrub_gbps, 0, 1e6, "its fill rate so far, GB/s (1e9 B/s)") \
 	X(INT, leases_total, 0, INT64_MAX,                                    \

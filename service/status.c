@@ -102,6 +102,7 @@ static int status_pool(const struct zvmmd *d, const struct pool *p,
 	o->low_bytes = (int64_t)cfg->low;
 	o->high_bytes = (int64_t)cfg->high;
 	o->max_bytes = (int64_t)cfg->max;
+	o->reserve_bytes = (int64_t)p->reserve;
 	o->scrubbed_bytes = (int64_t)p->filled_bytes;
 	if (p->fill_seconds > 0)
 		o->scrub_gbps = (double)p->filled_bytes / p->fill_seconds / 1e9;

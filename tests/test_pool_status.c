@@ -123,7 +123,8 @@ static const char reply[] =
 	"\"leased_bytes\":3221225472,\"quarantined_bytes\":536870912,"
 	"\"unseen_bytes\":0,"
 	"\"low_bytes\":1073741824,\"high_bytes\":4294967296,"
-	"\"max_bytes\":17179869184,\"scrubbed_bytes\":21474836480,"
+	"\"max_bytes\":17179869184,\"reserve_bytes\":1073741824,"
+	"\"scrubbed_bytes\":21474836480,"
 	"\"scrub_gbps\":12.5,\"leases_total\":3,\"quarantined_total\":2,"
 	"\"leases\":["
 	"{\"id\":7,\"pid\":1234,\"comm\":\"qemu-system-x86\",\"uid\":1000,"
@@ -157,6 +158,7 @@ static const char want_table[] =
 	"zvmmd 0.1.0, pid 4242\n"
 	"pages  node  chunk      zero       filling    leased     quarantined  fill rate\n"
 	"2M     1     256.0 MiB  3.0 GiB    256.0 MiB  3.0 GiB    512.0 MiB    12.5 GB/s\n"
+	"  root's reserve: 1.0 GiB of its max, held by the kernel for root's leases alone\n"
 	"  lease 7: pid 1234 (qemu-system-x86), uid 1000, 2.0 GiB\n"
 	"  lease 9: pid 1300 (minivmm), uid 0, 1.0 GiB\n"
 	"  1 more leases, not listed\n"
@@ -201,7 +203,8 @@ static void older_reply(char *out, size_t len)
 {
 	static const char *const added[] = { "unseen_bytes", "zero_bytes",
 					     "filling_bytes", "leases_total",
-					     "quarantined_total" };
+					     "quarantined_total",
+					     "reserve_bytes" };
 	char *tmp = malloc(len);
 
 	cr_assert_not_null(tmp);
@@ -231,6 +234,11 @@ Test(pool_status, an_older_zvmmds_status_is_read)
 	cr_assert_not_null(at);
 	snprintf(want, sizeof(want), "%.*s%s", (int)(at - want_table),
 		 want_table, at + strlen(unseen_line));
+	/* No reserve either. */
+	at = strstr(want, "  root's reserve: ");
+	cr_assert_not_null(at);
+	snprintf(old, sizeof(old), "%s", strchr(at, '\n') + 1);
+	snprintf((char *)at, sizeof(want) - (size_t)(at - want), "%s", old);
 	older_reply(old, sizeof(old));
 	pool_status(old, (const char *[]){ NULL }, &r);
 	cr_assert_eq(r.status, 0, "exit %d:\n%s", r.status, r.out);
