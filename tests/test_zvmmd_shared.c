@@ -1294,6 +1294,7 @@ Test(zvmmd_shared, root_keeps_its_reserve_whatever_a_member_hides)
 	long others;
 	char *grab;
 
+	cr_assert_eq(status_num("reserve_bytes"), 0);
 	/* Without one: the member's mappings take what root would lease. */
 	member_start(&m, MEMBER, map_private_until_refused);
 	member_read(&m, said, sizeof(said));
@@ -1310,6 +1311,7 @@ Test(zvmmd_shared, root_keeps_its_reserve_whatever_a_member_hides)
 	cr_assert_eq(test_zvmmd_stop(&daemon_pid, SIGTERM, dir), 0);
 	conf_write("root_reserve = 48M\n");
 	daemon_start();
+	cr_assert_eq(status_num("reserve_bytes"), (long long)reserve);
 	member_start(&m, MEMBER, map_private_until_refused);
 	member_read(&m, said, sizeof(said));
 	cr_assert_eq(said[0], 0, "the member's lease: errno %d", said[0]);
