@@ -156,19 +156,21 @@ uint64_t pool_mount_used(const struct pool *p)
 
 /*
  * What of root's reserve in @p the kernel still holds unused: its
- * mount's min_size= less what root's chunks use (the subpool's own
- * reservation, mm/hugetlb.c hugepage_subpool_get_pages()). Those pages
- * are in resv_hugepages, so free_hugepages less that does not count
- * them, though root's empty chunks may take them.
+ * mount's min_size= (= its size=) less what root's chunks use (the
+ * subpool's own reservation, mm/hugetlb.c hugepage_subpool_get_pages()).
+ * Those pages are in resv_hugepages, so free_hugepages less that does
+ * not count them, though root's empty chunks take them first. None
+ * while the reserve is off (a mount of one taken over only counts).
  */
 uint64_t pool_reserve_left(const struct pool *p)
 {
-	uint64_t used;
+	uint64_t used, held;
 
-	if (p->r.dirfd < 0 || !p->r.min)
+	if (!p->reserve || p->r.dirfd < 0 || !p->r.min)
 		return 0;
+	held = p->r.min < p->r.size || !p->r.size ? p->r.min : p->r.size;
 	used = mount_used(p->r.dirfd);
-	return used < p->r.min ? p->r.min - used : 0;
+	return used < held ? held - used : 0;
 }
 
 /*
@@ -822,7 +824,7 @@ static bool mount_take_over(struct hmount *m)
 	unsigned int stale = 0;
 	uint64_t used = 0;
 	struct statfs sf;
-	char a[32], b[32];
+	char a[32];
 	int fd;
 
 	if (statfs(m->at, &sf) || sf.f_type != HUGETLBFS_MAGIC)
@@ -842,13 +844,53 @@ static bool mount_take_over(struct hmount *m)
 	}
 	pr_info("%s: tenants of a previous zvmmd still hold %s there: its mount is kept, and what they hold counted until they let go",
 		m->dir, size_format(used, a, sizeof(a)));
-	if ((uint64_t)sf.f_blocks * (uint64_t)sf.f_bsize != m->size)
-		pr_warn("%s: the kept mount holds at most %s, not %s, until zvmmd restarts with nothing held",
-			m->dir,
-			size_format((uint64_t)sf.f_blocks * sf.f_bsize, a,
-				    sizeof(a)),
-			size_format(m->size, b, sizeof(b)));
 	return true;
+}
+
+/*
+ * A mount taken over keeps the size= and min_size= it was made with,
+ * which a changed zvmmd.conf does not change: @m's are set to what the
+ * kernel says (statfs for its size, mountinfo for its min_size), so the
+ * books and STATUS say what the kernel holds to. Said when they differ.
+ * A mount the fd store kept is in no mountinfo of this namespace: its
+ * min_size is then taken as at most its size.
+ */
+static void mount_kept_sizes(struct hmount *m, int mnt_id)
+{
+	uint64_t size = 0, min = 0, want_size = m->size, want_min = m->min;
+	char line[1024], a[32], b[32];
+	bool found = false;
+	struct statfs sf;
+	FILE *f;
+
+	if (!fstatfs(m->dirfd, &sf))
+		size = (uint64_t)sf.f_blocks * (uint64_t)sf.f_bsize;
+	f = fopen("/proc/self/mountinfo", "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		const char *o;
+
+		if (atoi(line) != mnt_id)
+			continue;
+		found = true;
+		o = strstr(line, ",min_size=");
+		if (o)
+			min = strtoull(o + strlen(",min_size="), NULL, 10);
+		break;
+	}
+	if (f)
+		fclose(f);
+	if (!found)
+		min = m->min < size ? m->min : size;
+	m->size = size;
+	m->min = min;
+	if (size != want_size)
+		pr_warn("%s: the kept mount holds at most %s, not %s, until zvmmd restarts with nothing held there",
+			m->dir, size_format(size, a, sizeof(a)),
+			size_format(want_size, b, sizeof(b)));
+	if (min != want_min)
+		pr_warn("%s: the kept mount has the kernel hold %s for it, not %s ([service] root_reserve), until zvmmd restarts with nothing held there",
+			m->dir, size_format(min, a, sizeof(a)),
+			size_format(want_min, b, sizeof(b)));
 }
 
 /*
@@ -903,6 +945,7 @@ static int mount_open(struct hmount *m, uint64_t page_bytes, const char *dir,
 		      int dirfd, int stored, bool fresh)
 {
 	char opts[128], ps[8];
+	bool kept = true;
 	struct stat st;
 
 	snprintf(m->dir, sizeof(m->dir), "%s/%s", dir, m->label);
@@ -944,7 +987,8 @@ static int mount_open(struct hmount *m, uint64_t page_bytes, const char *dir,
 	if (m->min)
 		snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
 			 ",min_size=%llu", (unsigned long long)m->min);
-	if (!mount_take_over(m) &&
+	kept = mount_take_over(m);
+	if (!kept &&
 	    mount("zvmmd", m->at, "hugetlbfs", MS_NOSUID | MS_NODEV, opts))
 		return -errno;
 	m->mounted = true;
@@ -954,7 +998,11 @@ static int mount_open(struct hmount *m, uint64_t page_bytes, const char *dir,
 opened:
 	/* The holder scan knows an fd on a chunk by its mount's id. */
 	m->mnt_id = holder_mnt_id(m->dirfd);
-	return m->mnt_id < 0 ? m->mnt_id : 0;
+	if (m->mnt_id < 0)
+		return m->mnt_id;
+	if (kept)
+		mount_kept_sizes(m, m->mnt_id);
+	return 0;
 }
 
 static int pool_open(struct zvmmd *d, struct pool *p, const char *dir,
@@ -977,6 +1025,9 @@ static int pool_open(struct zvmmd *d, struct pool *p, const char *dir,
 			       size_format(free_pages(page) * page, b,
 					   sizeof(b)));
 	}
+	/* What the kernel holds, where a kept mount's differs. */
+	if (!ret && p->reserve)
+		p->reserve = p->r.min < p->r.size ? p->r.min : p->r.size;
 	if (!ret && p->reserve)
 		pr_info("%s: %s of %s pages held by the kernel for root's leases alone ([service] root_reserve)",
 			p->r.dir, size_format(p->reserve, a, sizeof(a)),
@@ -1046,6 +1097,17 @@ static void pool_close(struct pool *p, int dirfd)
 	}
 	mount_close(&p->m, dirfd);
 	mount_close(&p->r, dirfd);
+}
+
+/*
+ * A reserve mount a previous zvmmd left, taken over with the reserve
+ * since turned off, once its tenants let go: unmounted, so that the
+ * kernel no longer holds its min_size= for no one. With the lock held.
+ */
+void pool_tidy(struct zvmmd *d, struct pool *p)
+{
+	if (!p->reserve && p->r.dirfd >= 0 && !mount_used(p->r.dirfd))
+		mount_close(&p->r, d->dirfd);
 }
 
 /* [service] dir, then the mounts of each pool that is on. */

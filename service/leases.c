@@ -210,28 +210,52 @@ static struct pool *lease_pool(struct zvmmd *d, struct client *cl,
 }
 
 /*
+ * How much of @want bytes of new empty chunks (@chunk each, the last
+ * shorter) root's reserve takes in @p: whole chunks, first, while the
+ * kernel still holds room for them in root's mount.
+ */
+static uint64_t lease_in_reserve(const struct pool *p, uint64_t want)
+{
+	uint64_t chunk = p->cfg->chunk_bytes, page = p->cfg->page_bytes;
+	uint64_t room = pool_reserve_left(p), in = 0;
+
+	while (in < want) {
+		uint64_t len = want - in < chunk ? want - in : chunk;
+
+		/* A file takes whole pages of its mount. */
+		if ((len + page - 1) / page * page > room)
+			break;
+		room -= (len + page - 1) / page * page;
+		in += len;
+	}
+	return in;
+}
+
+/*
  * Whether @p has room now for @want bytes of new empty chunks, with the
  * lock held, @taken bytes of its filled chunks just taken counted held
  * again: 0, -ENOSPC past max, -EDQUOT past the stock's mount (max less
- * root's reserve: a uid but root), -ENOMEM when the kernel lacks the
- * pages. Root's go to its own mount, where the kernel holds the reserve
- * for them (pool_reserve_left()) whatever the free hugepages say.
+ * root's reserve), -ENOMEM when the kernel lacks the pages. Root's go to
+ * its reserve first (*@in_reserve of them: lease_in_reserve()), which
+ * the kernel holds for them whatever the books, the free hugepages or
+ * the stock's mount say (a member that shrank its chunks made the books
+ * count more than the kernel holds, and root was refused); the rest, as
+ * any user's, to the stock's mount.
  */
 static int lease_room(const struct pool *p, bool root, uint64_t taken,
-		      uint64_t want)
+		      uint64_t want, uint64_t *in_reserve)
 {
-	uint64_t page = p->cfg->page_bytes, pages;
+	uint64_t page = p->cfg->page_bytes, rest;
 
-	if (!want)
+	*in_reserve = root ? lease_in_reserve(p, want) : 0;
+	rest = want - *in_reserve;
+	if (!rest)
 		return 0;
 	if (pool_held_bytes(p) + taken + want > p->cfg->max)
 		return -ENOSPC;
-	if (p->reserve && !root && mount_used(p->m.dirfd) + want > p->m.size)
-		return -EDQUOT;
-	pages = free_pages(page);
-	if (root && p->reserve)
-		pages += pool_reserve_left(p) / page;
-	return pages < want / page ? -ENOMEM : 0;
+	if (p->reserve && mount_used(p->m.dirfd) + rest > p->m.size)
+		return root ? -ENOSPC : -EDQUOT;
+	return free_pages(page) < rest / page ? -ENOMEM : 0;
 }
 
 /*
@@ -247,8 +271,7 @@ static int lease_take(struct pool *p, bool root,
 		      const struct zvmmd_lease_req *req, uint64_t need,
 		      struct lease *l, uint64_t *zero_n)
 {
-	uint64_t chunk = p->cfg->chunk_bytes, empty_n, want;
-	struct hmount *m = root && p->reserve ? &p->r : &p->m;
+	uint64_t chunk = p->cfg->chunk_bytes, empty_n, want, in_r;
 	struct chunk *c, **tail = &l->chunks;
 	int ret;
 
@@ -265,12 +288,13 @@ static int lease_take(struct pool *p, bool root,
 	}
 	empty_n = need - l->nr;
 	want = empty_n ? req->bytes - *zero_n * chunk : 0;
-	ret = lease_room(p, root, *zero_n * chunk, want);
+	ret = lease_room(p, root, *zero_n * chunk, want, &in_r);
 	while (!ret && l->nr < need) {
 		/* The last one only as long as the request still needs. */
 		uint64_t len = want < chunk ? want : chunk;
 
-		ret = chunk_create(p, m, len, &c);
+		ret = chunk_create(p, in_r ? &p->r : &p->m, len, &c);
+		in_r -= in_r ? len : 0;
 		if (ret)
 			break;
 		ret = chunk_reserve(c);
@@ -390,14 +414,14 @@ static int lease_grant(struct zvmmd *d, struct client *cl, struct pool *p,
 static bool lease_short(struct zvmmd *d, struct pool *p, bool root,
 			const struct zvmmd_lease_req *req, uint64_t need)
 {
-	uint64_t chunk = p->cfg->chunk_bytes, zero_n, want;
+	uint64_t chunk = p->cfg->chunk_bytes, zero_n, want, in_r;
 	bool short_of_room;
 
 	pthread_mutex_lock(&d->lock);
 	pool_account(d, p);
 	zero_n = p->zero_bytes / chunk < need ? p->zero_bytes / chunk : need;
 	want = zero_n < need ? req->bytes - zero_n * chunk : 0;
-	short_of_room = lease_room(p, root, 0, want) != 0;
+	short_of_room = lease_room(p, root, 0, want, &in_r) != 0;
 	pthread_mutex_unlock(&d->lock);
 	return short_of_room;
 }

@@ -79,6 +79,30 @@ static int parse(int argc, char **argv, const char **config)
 }
 
 /*
+ * [service] root_reserve where it is not what was asked in pool @p: none
+ * (max is one chunk, or the share is under a page), or capped at max
+ * less a chunk. Said at start, so that no one counts on a reserve the
+ * kernel does not hold.
+ */
+static void reserve_said(const struct zvmmd *d, const struct pool *p)
+{
+	uint64_t max = p->cfg->max, asked = d->cfg.root_reserve;
+	char a[32], b[32], c[32];
+
+	if (d->cfg.root_reserve_pct)
+		asked = max / 100 * asked + max % 100 * asked / 100;
+	asked = asked / p->cfg->page_bytes * p->cfg->page_bytes;
+	if (!p->reserve)
+		pr_warn("%s pages: [service] root_reserve holds none of this pool (its max is one chunk, or the reserve is under a page)",
+			p->label);
+	else if (p->reserve < asked)
+		pr_warn("%s pages: [service] root_reserve holds %s of this pool, not %s: at most its max less one chunk (%s)",
+			p->label, size_format(p->reserve, a, sizeof(a)),
+			size_format(asked, b, sizeof(b)),
+			size_format(max - p->cfg->chunk_bytes, c, sizeof(c)));
+}
+
+/*
  * A zvmmd of the configuration at @path, not started: *@out, to be
  * freed with zvmmd_free(). Returns 0, -EINVAL for a configuration in
  * error, or another -errno (said).
@@ -136,9 +160,14 @@ static int zvmmd_new(const char *path, struct zvmmd **out)
 		snprintf(p->m.label, sizeof(p->m.label), "%s", p->label);
 		snprintf(p->r.label, sizeof(p->r.label), "%s-root", p->label);
 		p->reserve = zvmmd_root_reserve(&d->cfg, (unsigned int)i);
+		if (pc->on && d->cfg.root_reserve)
+			reserve_said(d, p);
+		/*
+		 * Each mount sized to its part: the kernel holds the two
+		 * to max together whatever the books say.
+		 */
 		p->m.size = pc->max - p->reserve;
-		p->r.size = p->reserve ? pc->max : 0;
-		p->r.min = p->reserve;
+		p->r.size = p->r.min = p->reserve;
 	}
 	return 0;
 }

@@ -315,6 +315,7 @@ void quarantine_check(struct zvmmd *d)
 
 		if (!p->cfg->on)
 			continue;
+		pool_tidy(d, p);
 		pool_account(d, p);
 		freed |= p->unseen_bytes < was;
 	}

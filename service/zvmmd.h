@@ -352,6 +352,7 @@ uint64_t pool_mount_used(const struct pool *p);
 /* Free hugepages of @page_bytes the kernel has not promised anyone. */
 uint64_t free_pages(uint64_t page_bytes);
 uint64_t pool_reserve_left(const struct pool *p);
+void pool_tidy(struct zvmmd *d, struct pool *p);
 void chunk_retire(struct pool *p, struct chunk *c);
 void chunk_uncharge(struct chunk *c);
 bool chunk_grown(const struct pool *p, const struct chunk *c);

@@ -1339,3 +1339,60 @@ Test(zvmmd_shared, root_keeps_its_reserve_whatever_a_member_hides)
 	wait_status("leased_bytes", 0);
 	wait_status("unseen_bytes", 0);
 }
+
+/*
+ * A member's share leased, each chunk then cut to nothing (ftruncate):
+ * the pages leave the mount, while zvmmd's books still count the lease
+ * whole. Says the lease's errno.
+ */
+static int lease_share_then_truncate(int in, int out)
+{
+	static int cfd[ZVMMD_MAX_CHUNKS];
+	int said = -1, fd, n = 0;
+
+	said = lease_all(&fd, MAX / 2, cfd, &n);
+	for (int i = 0; !said && i < n; i++)
+		if (ftruncate(cfd[i], 0))
+			said = 20;
+	return say_and_hold(in, out, &said, sizeof(said));
+}
+
+static int lease_share(int in, int out)
+{
+	int said, fd;
+
+	said = lease_on(&fd, MAX / 2);
+	return say_and_hold(in, out, &said, sizeof(said));
+}
+
+/*
+ * The second review of root's reserve, its first finding: a member that
+ * truncates the chunks it leased frees their room in the stock's mount
+ * while the books still count them, another member leases that room,
+ * and the books reach max with the kernel still holding root's reserve.
+ * Root was refused by the books; the reserve is the kernel's to count.
+ */
+Test(zvmmd_shared, root_keeps_its_reserve_when_the_books_count_more)
+{
+	const uint64_t reserve = 3 * CHUNK;
+	struct member a, b;
+	int said;
+
+	cr_assert_eq(test_zvmmd_stop(&daemon_pid, SIGTERM, dir), 0);
+	conf_write("root_reserve = 48M\n");
+	daemon_start();
+	member_start(&a, MEMBER, lease_share_then_truncate);
+	member_read(&a, &said, sizeof(said));
+	cr_assert_eq(said, 0, "the first member: %d", said);
+	member_start(&b, OTHER_MEMBER, lease_share);
+	member_read(&b, &said, sizeof(said));
+	cr_assert_eq(said, 0, "the second member's lease: errno %d", said);
+	cr_assert_eq(status_num("leased_bytes"), (long long)MAX);
+	said = root_lease_and_touch(reserve);
+	cr_assert_eq(said, 0,
+		     "root's LEASE of its reserve with the books at max: %d",
+		     said);
+	member_end(&b);
+	member_end(&a);
+	wait_status("leased_bytes", 0);
+}
