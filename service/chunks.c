@@ -1013,25 +1013,28 @@ static int pool_open(struct zvmmd *d, struct pool *p, const char *dir,
 	int ret;
 
 	snprintf(p->dir, sizeof(p->dir), "%s/%s", dir, p->label);
-	ret = mount_open(&p->m, page, dir, dirfd, fdstore_pool(d, p->m.label),
-			 true);
-	if (!ret) {
-		ret = mount_open(&p->r, page, dir, dirfd,
-				 fdstore_pool(d, p->r.label), p->reserve);
-		if (ret == -ENOMEM)
-			pr_err("%s: the kernel cannot hold root's reserve, %s of %s pages: %s are free and not promised ([service] root_reserve: raise nr_hugepages, or lower root_reserve)",
-			       p->r.dir, size_format(p->reserve, a, sizeof(a)),
-			       p->label,
-			       size_format(free_pages(page) * page, b,
-					   sizeof(b)));
-	}
-	/* What the kernel holds, where a kept mount's differs. */
-	if (!ret && p->reserve)
+	/* Root's first: a kept one holds what it was made with. */
+	ret = mount_open(&p->r, page, dir, dirfd, fdstore_pool(d, p->r.label),
+			 p->reserve);
+	if (ret == -ENOMEM)
+		pr_err("%s: the kernel cannot hold root's reserve, %s of %s pages: %s are free and not promised ([service] root_reserve: raise nr_hugepages, or lower root_reserve)",
+		       p->r.dir, size_format(p->reserve, a, sizeof(a)),
+		       p->label,
+		       size_format(free_pages(page) * page, b, sizeof(b)));
+	if (ret)
+		return ret;
+	if (p->reserve) {
 		p->reserve = p->r.min < p->r.size ? p->r.min : p->r.size;
-	if (!ret && p->reserve)
+		/* Never 0, which would mount the stock's without a size=. */
+		p->m.size = p->reserve < p->cfg->max ?
+				    p->cfg->max - p->reserve :
+				    page;
 		pr_info("%s: %s of %s pages held by the kernel for root's leases alone ([service] root_reserve)",
 			p->r.dir, size_format(p->reserve, a, sizeof(a)),
 			p->label);
+	}
+	ret = mount_open(&p->m, page, dir, dirfd, fdstore_pool(d, p->m.label),
+			 true);
 	/* What tenants of a mount taken over hold: unseen from the start. */
 	if (!ret)
 		pool_account(d, p);

@@ -258,7 +258,7 @@ static void held_counted_then_freed(int fd)
  * use, lease only max - HELD, and get all of max back once the tenant
  * lets go.
  */
-static void restart_then(int sig, const char *service)
+static void restart_then(int sig, const char *service, long long reserve)
 {
 	int fd;
 
@@ -284,6 +284,8 @@ static void restart_then(int sig, const char *service)
 	if (service)
 		conf_write(service);
 	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
+	/* What the kernel holds for root, whatever the new config asks. */
+	cr_assert_eq(status_num("reserve_bytes"), reserve);
 	held_counted_then_freed(fd);
 
 	/* Nothing held: a stop leaves no mount. */
@@ -294,7 +296,7 @@ static void restart_then(int sig, const char *service)
 
 static void restart_with_memory_held(int sig)
 {
-	restart_then(sig, NULL);
+	restart_then(sig, NULL, 0);
 }
 
 Test(zvmmd_restart, a_stopped_zvmmds_tenants_are_counted_by_the_next)
@@ -320,7 +322,9 @@ Test(zvmmd_restart, roots_reserve_mount_is_taken_over)
 	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
 	snprintf(mnt, sizeof(mnt), "%s/chunks/2M-root", dir);
 	cr_assert(mounted(), "no mount for root's reserve at %s", mnt);
-	restart_with_memory_held(SIGKILL);
+	cr_assert_eq(status_num("reserve_bytes"), 32 * SZ_1M);
+	/* Asked for more: the kept mount holds what it was made with. */
+	restart_then(SIGKILL, "root_reserve = 48M\n", 32 * SZ_1M);
 }
 
 /* The reserve turned off meanwhile: its mount's pages still counted. */
@@ -330,7 +334,7 @@ Test(zvmmd_restart, a_reserve_turned_off_still_counts_roots_tenants)
 	conf_write("root_reserve = 32M\n");
 	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
 	snprintf(mnt, sizeof(mnt), "%s/chunks/2M-root", dir);
-	restart_then(SIGTERM, "");
+	restart_then(SIGTERM, "", 0);
 }
 
 /*
