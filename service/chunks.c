@@ -245,6 +245,7 @@ void chunk_retire(struct pool *p, struct chunk *c)
 		freed = used > now ? used - now : 0;
 		g = freed < pages ? calloc(1, sizeof(*g)) : NULL;
 		if (g) {
+			g->mnt = c->mnt;
 			g->bytes = pages - freed;
 			g->charged_to = c->charged_to;
 			g->charged_chunks = c->charged_chunks;
@@ -304,6 +305,7 @@ void chunk_charge_cut(struct pool *p, struct chunk *c, uint64_t kept)
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return;
+	g->mnt = c->mnt;
 	g->bytes = kept;
 	g->charge = kept;
 	g->charged_to = c->charged_to;
@@ -382,7 +384,7 @@ static bool fill_wanted(struct pool *p)
 	/* And in its mount, whose size= is max less root's reserve. */
 	return p->refilling &&
 	       pool_held_bytes(p) + cfg->chunk_bytes <= cfg->max &&
-	       (!p->reserve ||
+	       (!p->reserve_cfg ||
 		mount_used(p->m.dirfd) + cfg->chunk_bytes <= p->m.size);
 }
 
@@ -838,59 +840,40 @@ static bool mount_take_over(struct hmount *m)
 	if (stale)
 		pr_info("%s: %u chunks of a previous zvmmd removed: their state is unknown",
 			m->dir, stale);
-	if (!used) {
-		(void)!umount2(m->at, MNT_DETACH);
-		return false;
-	}
-	pr_info("%s: tenants of a previous zvmmd still hold %s there: its mount is kept, and what they hold counted until they let go",
+	/*
+	 * Taken over even with no page in use: a zvmmd stops leaving a
+	 * mount in place only when something may still reach it (a chunk
+	 * file cut to nothing by a holder no scan sees, which could grow
+	 * it again in a mount no one counts), and a killed one left it.
+	 */
+	pr_info("%s: a previous zvmmd's mount, its tenants holding %s there: taken over, and what they hold counted until they let go",
 		m->dir, size_format(used, a, sizeof(a)));
 	return true;
 }
 
 /*
- * A mount taken over keeps the size= and min_size= it was made with,
- * which a changed zvmmd.conf does not change: @m's are set to what the
- * kernel says (statfs for its size, mountinfo for its min_size), so the
- * books and STATUS say what the kernel holds to. Said when they differ.
- * A mount the fd store kept is in no mountinfo of this namespace: its
- * min_size is then taken as at most its size.
+ * A mount taken over keeps the size= it was made with, which a changed
+ * zvmmd.conf does not change: @m's is set to what the kernel says
+ * (statfs), so the books and STATUS say what the kernel holds to, and
+ * said when it differs. zvmmd mounts root's reserve with min_size= its
+ * size=, so a kept one holds its size (mountinfo is not read: a kept
+ * mount the fd store passed is in none of this namespace, and any user
+ * can add lines to it).
  */
-static void mount_kept_sizes(struct hmount *m, int mnt_id)
+static void mount_kept_sizes(struct hmount *m)
 {
-	uint64_t size = 0, min = 0, want_size = m->size, want_min = m->min;
-	char line[1024], a[32], b[32];
-	bool found = false;
+	uint64_t size = 0, want_size = m->size;
+	char a[32], b[32];
 	struct statfs sf;
-	FILE *f;
 
 	if (!fstatfs(m->dirfd, &sf))
 		size = (uint64_t)sf.f_blocks * (uint64_t)sf.f_bsize;
-	f = fopen("/proc/self/mountinfo", "re");
-	while (f && fgets(line, sizeof(line), f)) {
-		const char *o;
-
-		if (atoi(line) != mnt_id)
-			continue;
-		found = true;
-		o = strstr(line, ",min_size=");
-		if (o)
-			min = strtoull(o + strlen(",min_size="), NULL, 10);
-		break;
-	}
-	if (f)
-		fclose(f);
-	if (!found)
-		min = m->min < size ? m->min : size;
 	m->size = size;
-	m->min = min;
+	m->min = m->min ? size : 0;
 	if (size != want_size)
 		pr_warn("%s: the kept mount holds at most %s, not %s, until zvmmd restarts with nothing held there",
 			m->dir, size_format(size, a, sizeof(a)),
 			size_format(want_size, b, sizeof(b)));
-	if (min != want_min)
-		pr_warn("%s: the kept mount has the kernel hold %s for it, not %s ([service] root_reserve), until zvmmd restarts with nothing held there",
-			m->dir, size_format(min, a, sizeof(a)),
-			size_format(want_min, b, sizeof(b)));
 }
 
 /*
@@ -920,11 +903,8 @@ static bool mount_take_stored(struct hmount *m, uint64_t page_bytes, int fd)
 	if (stale)
 		pr_info("%s: %u chunks of a previous zvmmd removed: their state is unknown",
 			m->dir, stale);
-	if (!used) {
-		close(fd);
-		return false;
-	}
-	pr_info("%s: tenants of a previous zvmmd still hold %s in the mount systemd kept for it: taken over, and what they hold counted until they let go",
+	/* Stored only when something may reach it, or root's reserve. */
+	pr_info("%s: the mount systemd kept for it, its tenants holding %s there: taken over, and what they hold counted until they let go",
 		m->dir, size_format(used, a, sizeof(a)));
 	/* One still mounted here is the same one: the fd keeps it. */
 	if (!statfs(m->at, &sf) && sf.f_type == HUGETLBFS_MAGIC)
@@ -1001,7 +981,7 @@ opened:
 	if (m->mnt_id < 0)
 		return m->mnt_id;
 	if (kept)
-		mount_kept_sizes(m, m->mnt_id);
+		mount_kept_sizes(m);
 	return 0;
 }
 
@@ -1015,15 +995,23 @@ static int pool_open(struct zvmmd *d, struct pool *p, const char *dir,
 	snprintf(p->dir, sizeof(p->dir), "%s/%s", dir, p->label);
 	/* Root's first: a kept one holds what it was made with. */
 	ret = mount_open(&p->r, page, dir, dirfd, fdstore_pool(d, p->r.label),
-			 p->reserve);
-	if (ret == -ENOMEM)
-		pr_err("%s: the kernel cannot hold root's reserve, %s of %s pages: %s are free and not promised ([service] root_reserve: raise nr_hugepages, or lower root_reserve)",
-		       p->r.dir, size_format(p->reserve, a, sizeof(a)),
-		       p->label,
-		       size_format(free_pages(page) * page, b, sizeof(b)));
-	if (ret)
+			 p->reserve_cfg);
+	/*
+	 * Not a reason not to start: any user may take free hugepages
+	 * (anonymous MAP_HUGETLB) in the moment between two zvmmds. Tried
+	 * again at each recheck (pool_tidy()); until then root has none.
+	 */
+	if (ret == -ENOMEM) {
+		pr_warn("%s: the kernel cannot hold root's reserve, %s of %s pages, now: %s are free and not promised (raise nr_hugepages, or lower [service] root_reserve); zvmmd tries again at each recheck, and root has no reserve until then",
+			p->r.dir, size_format(p->reserve_cfg, a, sizeof(a)),
+			p->label,
+			size_format(free_pages(page) * page, b, sizeof(b)));
+		p->r.dirfd = -1;
+		ret = 0;
+	} else if (ret) {
 		return ret;
-	if (p->reserve) {
+	}
+	if (p->r.dirfd >= 0 && p->reserve_cfg) {
 		p->reserve = p->r.min < p->r.size ? p->r.min : p->r.size;
 		/* Never 0, which would mount the stock's without a size=. */
 		p->m.size = p->reserve < p->cfg->max ?
@@ -1048,29 +1036,41 @@ static int pool_open(struct zvmmd *d, struct pool *p, const char *dir,
  * systemd the mount ends with the unit's mount namespace: its root goes
  * to the unit's fd store for the next zvmmd instead (fdstore.c).
  */
-static void mount_close(struct hmount *m, int dirfd)
+static void mount_close(struct hmount *m, int dirfd, bool out)
 {
+	bool keep;
 	uint64_t used;
 	char a[32];
 
 	used = m->dirfd >= 0 ? mount_used(m->dirfd) : 0;
-	if (used && !fdstore_send(m->label, m->dirfd))
-		pr_info("%s: tenants still hold %s there: the mount's root is kept in systemd's fd store for a restart of zvmmd to count (a stop of the unit empties the store, and the next start does not count it)",
-			m->dir, size_format(used, a, sizeof(a)));
-	else if (used && m->mounted)
-		pr_info("%s: tenants still hold %s there: the mount stays for the next zvmmd to count (umount it once they are gone)",
-			m->dir, size_format(used, a, sizeof(a)));
-	else if (used)
+	keep = used || out;
+	if ((keep || m->keep_empty) && m->dirfd >= 0 &&
+	    !fdstore_send(m->label, m->dirfd)) {
+		keep = true;
+		pr_info("%s: %s: the mount's root is kept in systemd's fd store for a restart of zvmmd to count (a stop of the unit empties the store, and the next start does not count it)",
+			m->dir,
+			used ? "tenants still hold pages there" :
+			out  ? "a tenant may still hold a chunk file there" :
+			       "root's reserve");
+	} else if (keep && m->mounted) {
+		pr_info("%s: tenants still hold %s there%s: the mount stays for the next zvmmd to count (umount it once they are gone)",
+			m->dir, size_format(used, a, sizeof(a)),
+			out ? ", and may hold chunk files no scan sees" : "");
+	} else if (keep) {
 		pr_warn("%s: tenants still hold %s there, which the next zvmmd will not count",
 			m->dir, size_format(used, a, sizeof(a)));
+	}
 	if (m->dirfd >= 0)
 		close(m->dirfd);
 	m->dirfd = -1;
 	/* One that holds pages is left for the next zvmmd, said above. */
-	if (m->mounted && !used) {
+	if (m->mounted && !keep) {
 		if (umount2(m->at, MNT_DETACH))
 			pr_warn("cannot unmount %s: %s", m->dir,
 				strerror(errno));
+		unlinkat(dirfd, m->label, AT_REMOVEDIR);
+	} else if (!m->mounted && m->label[0]) {
+		/* Made for a mount the kernel refused (root's reserve). */
 		unlinkat(dirfd, m->label, AT_REMOVEDIR);
 	}
 	m->mounted = false;
@@ -1078,8 +1078,24 @@ static void mount_close(struct hmount *m, int dirfd)
 
 static void pool_close(struct pool *p, int dirfd)
 {
-	struct chunk *c;
+	/*
+	 * A chunk still out (quarantined, not looked at, or retired while
+	 * something no scan sees held it) keeps its mount for the next
+	 * zvmmd even with no page in it: its holder may have cut it to
+	 * nothing, and could grow it again in a mount no one counts.
+	 */
+	bool out_m = false, out_r = false;
+	struct chunk *c, *lists[2] = { p->quarantine, p->returned };
 
+	for (int i = 0; i < 2; i++)
+		for (c = lists[i]; c; c = c->next) {
+			out_m |= c->mnt == &p->m;
+			out_r |= c->mnt == &p->r;
+		}
+	for (struct ghost *g = p->ghosts; g; g = g->next) {
+		out_m |= g->mnt == &p->m;
+		out_r |= g->mnt == &p->r;
+	}
 	while ((c = p->zero)) {
 		p->zero = c->next;
 		chunk_retire(p, c);
@@ -1098,8 +1114,8 @@ static void pool_close(struct pool *p, int dirfd)
 		p->ghosts = g->next;
 		free(g);
 	}
-	mount_close(&p->m, dirfd);
-	mount_close(&p->r, dirfd);
+	mount_close(&p->m, dirfd, out_m);
+	mount_close(&p->r, dirfd, out_r);
 }
 
 /*
@@ -1109,8 +1125,17 @@ static void pool_close(struct pool *p, int dirfd)
  */
 void pool_tidy(struct zvmmd *d, struct pool *p)
 {
-	if (!p->reserve && p->r.dirfd >= 0 && !mount_used(p->r.dirfd))
-		mount_close(&p->r, d->dirfd);
+	char a[32];
+
+	if (!p->reserve_cfg && p->r.dirfd >= 0 && !mount_used(p->r.dirfd))
+		mount_close(&p->r, d->dirfd, false);
+	if (!p->reserve_cfg || p->r.dirfd >= 0 ||
+	    mount_open(&p->r, p->cfg->page_bytes, d->cfg.dir, d->dirfd, -1,
+		       true))
+		return;
+	p->reserve = p->r.min < p->r.size ? p->r.min : p->r.size;
+	pr_info("%s: %s of %s pages now held by the kernel for root's leases alone ([service] root_reserve)",
+		p->r.dir, size_format(p->reserve, a, sizeof(a)), p->label);
 }
 
 /* [service] dir, then the mounts of each pool that is on. */

@@ -59,7 +59,7 @@ void fdstore_take(struct zvmmd *d)
 		d->stored[k].fd = -1;
 	if (!lp || atol(lp) != (long)getpid() || n <= 0)
 		return;
-	for (int i = 0; i < n && i < 64; i++) {
+	for (int i = 0; i < n; i++) {
 		int fd = SD_LISTEN_FDS_START + i, k;
 
 		fcntl(fd, F_SETFD, FD_CLOEXEC);

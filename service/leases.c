@@ -253,7 +253,7 @@ static int lease_room(const struct pool *p, bool root, uint64_t taken,
 		return 0;
 	if (pool_held_bytes(p) + taken + want > p->cfg->max)
 		return -ENOSPC;
-	if (p->reserve && mount_used(p->m.dirfd) + rest > p->m.size)
+	if (p->reserve_cfg && mount_used(p->m.dirfd) + rest > p->m.size)
 		return root ? -ENOSPC : -EDQUOT;
 	return free_pages(page) < rest / page ? -ENOMEM : 0;
 }
@@ -327,7 +327,7 @@ static int lease_refused(struct client *cl, const struct zvmmd_lease_req *req,
 		return send_error(
 			cl->fd, ENOMEM,
 			"zvmmd keeps %s of its %s of %s pages for root ([service] root_reserve), and %s of the rest is in use: ask for less, or raise max",
-			size_format(p->reserve, a, sizeof(a)),
+			size_format(p->reserve_cfg, a, sizeof(a)),
 			size_format(p->cfg->max, b, sizeof(b)), p->label,
 			size_format(mount_used(p->m.dirfd), c, sizeof(c)));
 	if (ret == -ENOSPC)

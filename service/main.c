@@ -92,12 +92,12 @@ static void reserve_said(const struct zvmmd *d, const struct pool *p)
 	if (d->cfg.root_reserve_pct)
 		asked = max / 100 * asked + max % 100 * asked / 100;
 	asked = asked / p->cfg->page_bytes * p->cfg->page_bytes;
-	if (!p->reserve)
+	if (!p->reserve_cfg)
 		pr_warn("%s pages: [service] root_reserve holds none of this pool (its max is one chunk, or the reserve is under a page)",
 			p->label);
-	else if (p->reserve < asked)
+	else if (p->reserve_cfg < asked)
 		pr_warn("%s pages: [service] root_reserve holds %s of this pool, not %s: at most its max less one chunk (%s)",
-			p->label, size_format(p->reserve, a, sizeof(a)),
+			p->label, size_format(p->reserve_cfg, a, sizeof(a)),
 			size_format(asked, b, sizeof(b)),
 			size_format(max - p->cfg->chunk_bytes, c, sizeof(c)));
 }
@@ -159,15 +159,16 @@ static int zvmmd_new(const char *path, struct zvmmd **out)
 		/* Root's: 2M-root, 2M-node1-root. */
 		snprintf(p->m.label, sizeof(p->m.label), "%s", p->label);
 		snprintf(p->r.label, sizeof(p->r.label), "%s-root", p->label);
-		p->reserve = zvmmd_root_reserve(&d->cfg, (unsigned int)i);
+		p->reserve_cfg = zvmmd_root_reserve(&d->cfg, (unsigned int)i);
 		if (pc->on && d->cfg.root_reserve)
 			reserve_said(d, p);
 		/*
 		 * Each mount sized to its part: the kernel holds the two
 		 * to max together whatever the books say.
 		 */
-		p->m.size = pc->max - p->reserve;
-		p->r.size = p->r.min = p->reserve;
+		p->m.size = pc->max - p->reserve_cfg;
+		p->r.size = p->r.min = p->reserve_cfg;
+		p->r.keep_empty = p->reserve_cfg != 0;
 	}
 	return 0;
 }

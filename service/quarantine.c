@@ -225,7 +225,13 @@ static void returned_apply(struct zvmmd *d, struct lease *l, bool done)
 		c->looked = false;
 		c->holder = 0;
 		snprintf(c->holder_comm, sizeof(c->holder_comm), "?");
-		if (pid < 0) {
+		/*
+		 * Root's reserve chunks are retired unlooked at too: only
+		 * root reaches them, and a walk a member slowed down must
+		 * not keep root's next lease out of its reserve. Retiring
+		 * never leases again; held pages stay counted (a ghost).
+		 */
+		if (pid < 0 || (!pid && !done && c->mnt == &p->r)) {
 			p->leased_bytes -= c->bytes;
 			chunk_retire(p, c);
 			continue;

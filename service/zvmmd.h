@@ -47,6 +47,7 @@ struct hmount {
 	int dirfd; /* its root; -1: none */
 	int mnt_id; /* as /proc/PID/fdinfo names it */
 	bool mounted; /* by this zvmmd, at @at */
+	bool keep_empty; /* root's reserve: to systemd's fd store, held */
 	uint64_t size, min; /* its size= and min_size=; 0: none */
 };
 
@@ -84,6 +85,7 @@ struct chunk {
  */
 struct ghost {
 	struct ghost *next;
+	struct hmount *mnt; /* the mount its pages are in */
 	uint64_t bytes; /* its pages the retire did not free */
 	uint64_t *charged_to;
 	unsigned int *charged_chunks;
@@ -97,7 +99,11 @@ struct pool {
 	char dir[PATH_MAX]; /* for messages: [service] dir/label */
 	struct hmount m; /* the stock's and members' chunks */
 	struct hmount r; /* root's empty chunks, with a reserve; else unused */
-	uint64_t reserve; /* [service] root_reserve of this pool, in bytes */
+	/*
+	 * [service] root_reserve of this pool, in bytes, and what the
+	 * kernel holds of it now (0 until root's mount is made).
+	 */
+	uint64_t reserve_cfg, reserve;
 	bool refilling; /* below low: fill up to high */
 	uint64_t seq;
 	struct chunk *zero; /* filled, ready to lease */

@@ -444,3 +444,33 @@ Test(zvmmd_restart, under_systemd_the_fd_store_keeps_the_mount,
 	cr_assert_neq(notify_read(300, text, sizeof(text), &extra), 0,
 		      "zvmmd stored a mount that held nothing: %s", text);
 }
+
+/*
+ * A chunk its tenant cut to nothing (ftruncate to 0) and kept: no page
+ * of the mount is in use when zvmmd stops, but the tenant can grow the
+ * file again. The mount stays for the next zvmmd, which counts what the
+ * file grows to; before, the stop detached it (nothing used), the next
+ * zvmmd mounted a new one beside it, and the tenant's growth was in a
+ * mount no one counted: the host could hold twice max.
+ */
+Test(zvmmd_restart, a_chunk_cut_to_nothing_keeps_its_mount)
+{
+	int fd;
+
+	cr_assert_eq(lease(&fd, CHUNK, held_fd, &held_n), 0, "no lease");
+	cr_assert_eq(held_n, 1);
+	cr_assert_eq(ftruncate(held_fd[0], 0), 0);
+	close(fd);
+	wait_status("leased_bytes", 0);
+	daemon_stop(SIGTERM);
+	cr_assert(mounted(), "zvmmd stopped and left no mount for a chunk file still held");
+	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
+	cr_assert_eq(ftruncate(held_fd[0], CHUNK), 0);
+	cr_assert_eq(fallocate(held_fd[0], 0, 0, CHUNK), 0, "%s",
+		     strerror(errno));
+	wait_status("unseen_bytes", CHUNK);
+	held_drop();
+	wait_status("unseen_bytes", 0);
+	daemon_stop(SIGTERM);
+	cr_assert_not(mounted(), "zvmmd stopped with nothing held left its mount");
+}

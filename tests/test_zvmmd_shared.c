@@ -1396,3 +1396,36 @@ Test(zvmmd_shared, root_keeps_its_reserve_when_the_books_count_more)
 	member_end(&a);
 	wait_status("leased_bytes", 0);
 }
+
+/*
+ * Any user may take the host's free hugepages (anonymous MAP_HUGETLB)
+ * in the moment between two zvmmds, and the kernel then cannot hold
+ * root's reserve: zvmmd starts all the same (the second review of the
+ * reserve: it exited, and every lease with it), says so, and holds the
+ * reserve at the first recheck after the pages are back.
+ */
+Test(zvmmd_shared, a_reserve_the_kernel_cannot_hold_yet_comes_later)
+{
+	long others;
+	char *grab;
+
+	cr_assert_eq(test_zvmmd_stop(&daemon_pid, SIGTERM, dir), 0);
+	conf_write("root_reserve = 48M\n");
+	others = unpromised_pages();
+	grab = others ? mmap(NULL, (size_t)others * SZ_2M,
+			     PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0) :
+			NULL;
+	cr_assert_neq(grab, MAP_FAILED, "cannot take %ld free hugepages",
+		      others);
+	for (long i = 0; i < others; i++)
+		grab[(size_t)i * SZ_2M] = 1;
+	daemon_start();
+	cr_assert_eq(status_num("reserve_bytes"), 0);
+	/* Root is served meanwhile, from what the kernel has: nothing. */
+	cr_assert_eq(root_lease_and_touch(CHUNK), ENOMEM);
+	if (grab)
+		munmap(grab, (size_t)others * SZ_2M);
+	wait_status("reserve_bytes", 3 * CHUNK);
+	cr_assert_eq(root_lease_and_touch(3 * CHUNK), 0);
+}
