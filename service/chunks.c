@@ -245,7 +245,6 @@ void chunk_retire(struct pool *p, struct chunk *c)
 		freed = used > now ? used - now : 0;
 		g = freed < pages ? calloc(1, sizeof(*g)) : NULL;
 		if (g) {
-			g->mnt = c->mnt;
 			g->bytes = pages - freed;
 			g->charged_to = c->charged_to;
 			g->charged_chunks = c->charged_chunks;
@@ -305,7 +304,6 @@ void chunk_charge_cut(struct pool *p, struct chunk *c, uint64_t kept)
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return;
-	g->mnt = c->mnt;
 	g->bytes = kept;
 	g->charge = kept;
 	g->charged_to = c->charged_to;
@@ -813,18 +811,54 @@ uint64_t mount_used(int fd)
 }
 
 /*
+ * The files still alive in the hugetlbfs mount at @fd, unlinked ones a
+ * holder keeps open or in flight included: its inode count (zvmmd
+ * mounts with nr_inodes=, and hugetlbfs gives an inode back only when
+ * it is destroyed, at its last reference). -1 when the mount keeps no
+ * count (made without nr_inodes=): anything may still reach it.
+ */
+static long mount_files(int fd)
+{
+	struct statfs sf;
+
+	if (fstatfs(fd, &sf) || sf.f_type != HUGETLBFS_MAGIC || !sf.f_files ||
+	    sf.f_files == (fsfilcnt_t)-1 || sf.f_ffree >= sf.f_files)
+		return -1;
+	return (long)(sf.f_files - sf.f_ffree) - 1; /* its root directory */
+}
+
+/*
+ * Whether a previous zvmmd's mount (its root at @fd, its files removed)
+ * is to be taken over rather than let go for a fresh one: while any page
+ * of it is in use or any file of it is alive (a chunk cut to nothing by
+ * a holder no scan sees could be grown again in a mount no one counts),
+ * and root's reserve of the size asked even empty (letting it go would
+ * give its hugepages to whoever asks first).
+ */
+static bool mount_wanted(const struct hmount *m, int fd)
+{
+	struct statfs sf;
+
+	if (mount_used(fd) || mount_files(fd))
+		return true;
+	return m->keep_empty && !fstatfs(fd, &sf) &&
+	       (uint64_t)sf.f_blocks * (uint64_t)sf.f_bsize == m->size;
+}
+
+/*
  * A mount a previous zvmmd left at @m's (it was killed, or stopped while
  * tenants held chunks): nothing in it is trusted, so its files go. Pages
  * its tenants still hold stay in use in it, counted by its size=: a new
- * mount beside it would let the two hold more than max. So a mount that
- * still holds pages is taken over, whatever its size (said when it is
- * not @m's), and one that holds none is detached for a fresh one. True
+ * mount beside it would let the two hold more than max. So a mount still
+ * wanted (mount_wanted()) is taken over, whatever its size (said when it
+ * is not @m's), and one that is not is detached for a fresh one. True
  * when it was taken over (its root is then @m's at).
  */
 static bool mount_take_over(struct hmount *m)
 {
 	unsigned int stale = 0;
 	uint64_t used = 0;
+	bool wanted = true;
 	struct statfs sf;
 	char a[32];
 	int fd;
@@ -835,17 +869,16 @@ static bool mount_take_over(struct hmount *m)
 	if (fd >= 0) {
 		stale = remove_all(fd);
 		used = mount_used(fd);
+		wanted = mount_wanted(m, fd);
 		close(fd);
 	}
 	if (stale)
 		pr_info("%s: %u chunks of a previous zvmmd removed: their state is unknown",
 			m->dir, stale);
-	/*
-	 * Taken over even with no page in use: a zvmmd stops leaving a
-	 * mount in place only when something may still reach it (a chunk
-	 * file cut to nothing by a holder no scan sees, which could grow
-	 * it again in a mount no one counts), and a killed one left it.
-	 */
+	if (!wanted) {
+		(void)!umount2(m->at, MNT_DETACH);
+		return false;
+	}
 	pr_info("%s: a previous zvmmd's mount, its tenants holding %s there: taken over, and what they hold counted until they let go",
 		m->dir, size_format(used, a, sizeof(a)));
 	return true;
@@ -878,10 +911,12 @@ static void mount_kept_sizes(struct hmount *m)
 
 /*
  * The root of the mount a previous zvmmd left in systemd's fd store
- * (@fd, fdstore.c), its tenants still holding pages there: taken over as
- * mount_take_over() takes over one still mounted (files removed, what
- * is used counted), through the fd alone, as the mount ended with the
- * previous zvmmd's mount namespace. True when taken; else @fd is closed.
+ * (@fd, fdstore.c): taken over as mount_take_over() takes over one
+ * still mounted (files removed, what is used counted), through the fd
+ * alone, as the mount ended with the previous zvmmd's mount namespace.
+ * It stays in the store until zvmmd lets it go (a zvmmd that crashed
+ * after taking it would otherwise leave it to no one). True when taken;
+ * else @fd is closed.
  */
 static bool mount_take_stored(struct hmount *m, uint64_t page_bytes, int fd)
 {
@@ -890,11 +925,11 @@ static bool mount_take_stored(struct hmount *m, uint64_t page_bytes, int fd)
 	uint64_t used;
 	char a[32];
 
-	(void)fdstore_send(m->label, -1);
 	if (fstatfs(fd, &sf) || sf.f_type != HUGETLBFS_MAGIC ||
 	    (uint64_t)sf.f_bsize != page_bytes) {
 		pr_warn("%s: the mount systemd kept is not hugetlbfs of its pages: let go",
 			m->dir);
+		(void)fdstore_send(m->label, -1);
 		close(fd);
 		return false;
 	}
@@ -903,7 +938,11 @@ static bool mount_take_stored(struct hmount *m, uint64_t page_bytes, int fd)
 	if (stale)
 		pr_info("%s: %u chunks of a previous zvmmd removed: their state is unknown",
 			m->dir, stale);
-	/* Stored only when something may reach it, or root's reserve. */
+	if (!mount_wanted(m, fd)) {
+		(void)fdstore_send(m->label, -1);
+		close(fd);
+		return false;
+	}
 	pr_info("%s: the mount systemd kept for it, its tenants holding %s there: taken over, and what they hold counted until they let go",
 		m->dir, size_format(used, a, sizeof(a)));
 	/* One still mounted here is the same one: the fd keeps it. */
@@ -914,19 +953,30 @@ static bool mount_take_stored(struct hmount *m, uint64_t page_bytes, int fd)
 }
 
 /*
+ * Files a zvmmd mount may hold at once (nr_inodes=): its chunks, and
+ * retired ones a holder keeps open. hugetlbfs counts them only with a
+ * limit, and the count is what says whether anything still reaches a
+ * mount (mount_files()); an inode costs nothing until it is made.
+ */
+#define MOUNT_INODES (1u << 24)
+
+/*
  * Mount @m of a pool of @page_bytes pages, 0700, under [service] dir
  * (@dirfd): what is in it is zvmmd's alone. Whatever a previous zvmmd
  * left there is of unknown state: removed, never leased. With @fresh
  * false, only a mount a previous zvmmd left holding pages is taken, so
  * that they are counted (root's reserve mount, the reserve since
- * turned off); none is made.
+ * turned off); none is made. Returns -ENOMEM only when the kernel
+ * refused the mount for want of hugepages (min_size=); on any error
+ * what it made is undone.
  */
 static int mount_open(struct hmount *m, uint64_t page_bytes, const char *dir,
 		      int dirfd, int stored, bool fresh)
 {
-	char opts[128], ps[8];
+	char opts[160], ps[8];
 	bool kept = true;
 	struct stat st;
+	int ret;
 
 	snprintf(m->dir, sizeof(m->dir), "%s/%s", dir, m->label);
 	snprintf(m->at, sizeof(m->at), "/proc/self/fd/%d/%s", dirfd, m->label);
@@ -942,8 +992,10 @@ static int mount_open(struct hmount *m, uint64_t page_bytes, const char *dir,
 		}
 		m->mounted = true;
 		m->dirfd = open(m->at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (m->dirfd < 0)
-			return -errno;
+		if (m->dirfd < 0) {
+			ret = -errno;
+			goto undo;
+		}
 		goto opened;
 	}
 	if (mkdirat(dirfd, m->label, 0700) && errno != EEXIST)
@@ -967,22 +1019,45 @@ static int mount_open(struct hmount *m, uint64_t page_bytes, const char *dir,
 	if (m->min)
 		snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
 			 ",min_size=%llu", (unsigned long long)m->min);
+	snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
+		 ",nr_inodes=%u", MOUNT_INODES);
 	kept = mount_take_over(m);
 	if (!kept &&
-	    mount("zvmmd", m->at, "hugetlbfs", MS_NOSUID | MS_NODEV, opts))
-		return -errno;
+	    mount("zvmmd", m->at, "hugetlbfs", MS_NOSUID | MS_NODEV, opts)) {
+		ret = -errno;
+		unlinkat(dirfd, m->label, AT_REMOVEDIR);
+		return ret;
+	}
 	m->mounted = true;
 	m->dirfd = open(m->at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (m->dirfd < 0)
-		return -errno;
+	if (m->dirfd < 0) {
+		ret = -errno;
+		goto undo;
+	}
 opened:
 	/* The holder scan knows an fd on a chunk by its mount's id. */
 	m->mnt_id = holder_mnt_id(m->dirfd);
-	if (m->mnt_id < 0)
-		return m->mnt_id;
+	if (m->mnt_id < 0) {
+		ret = m->mnt_id;
+		goto undo;
+	}
 	if (kept)
 		mount_kept_sizes(m);
 	return 0;
+undo:
+	/*
+	 * Left as found, but for a mount that holds what someone may still
+	 * reach (a stored or kept one: it stays where it was).
+	 */
+	if (m->dirfd >= 0)
+		close(m->dirfd);
+	m->dirfd = -1;
+	if (m->mounted && !kept) {
+		(void)!umount2(m->at, MNT_DETACH);
+		unlinkat(dirfd, m->label, AT_REMOVEDIR);
+	}
+	m->mounted = false;
+	return ret == -ENOMEM ? -EIO : ret;
 }
 
 static int pool_open(struct zvmmd *d, struct pool *p, const char *dir,
@@ -1030,72 +1105,65 @@ static int pool_open(struct zvmmd *d, struct pool *p, const char *dir,
 }
 
 /*
- * @m of pool @p closed: pages still held by tenants keep the mount, the
- * next zvmmd takes it over and counts them (mount_take_over()); a
- * detached one would hold them where no zvmmd counts, past max. Under
- * systemd the mount ends with the unit's mount namespace: its root goes
- * to the unit's fd store for the next zvmmd instead (fdstore.c).
+ * @m closed. A mount that holds pages, or a file someone may still
+ * reach (mount_files(): a chunk its holder cut to nothing could be grown
+ * again), is kept for the next zvmmd, which takes it over and counts
+ * them (mount_take_over()); a detached one would hold them where no
+ * zvmmd counts, past max. Under systemd the mount ends with the unit's
+ * mount namespace: its root goes to the unit's fd store instead
+ * (fdstore.c), and so does root's reserve even empty, so that a restart
+ * keeps the hugepages the kernel holds for it.
  */
-static void mount_close(struct hmount *m, int dirfd, bool out)
+static void mount_close(struct hmount *m, int dirfd)
 {
+	uint64_t used = 0;
+	long files = 0;
 	bool keep;
-	uint64_t used;
 	char a[32];
 
-	used = m->dirfd >= 0 ? mount_used(m->dirfd) : 0;
-	keep = used || out;
+	if (m->dirfd >= 0) {
+		used = mount_used(m->dirfd);
+		files = mount_files(m->dirfd);
+	}
+	keep = used || files;
 	if ((keep || m->keep_empty) && m->dirfd >= 0 &&
-	    !fdstore_send(m->label, m->dirfd)) {
-		keep = true;
+	    !fdstore_send(m->label, m->dirfd))
 		pr_info("%s: %s: the mount's root is kept in systemd's fd store for a restart of zvmmd to count (a stop of the unit empties the store, and the next start does not count it)",
 			m->dir,
 			used ? "tenants still hold pages there" :
-			out  ? "a tenant may still hold a chunk file there" :
+			keep ? "tenants may still hold chunk files there" :
 			       "root's reserve");
-	} else if (keep && m->mounted) {
+	else if (keep && m->mounted)
 		pr_info("%s: tenants still hold %s there%s: the mount stays for the next zvmmd to count (umount it once they are gone)",
 			m->dir, size_format(used, a, sizeof(a)),
-			out ? ", and may hold chunk files no scan sees" : "");
-	} else if (keep) {
+			files ? ", and chunk files" : "");
+	else if (keep)
 		pr_warn("%s: tenants still hold %s there, which the next zvmmd will not count",
 			m->dir, size_format(used, a, sizeof(a)));
-	}
+	/* Let go: out of the store too, had it come from there. */
+	if (!keep && !m->keep_empty && m->dirfd >= 0)
+		(void)fdstore_send(m->label, -1);
 	if (m->dirfd >= 0)
 		close(m->dirfd);
 	m->dirfd = -1;
-	/* One that holds pages is left for the next zvmmd, said above. */
+	/*
+	 * One that something may still reach is left for the next zvmmd,
+	 * said above; a stored one lives on in the store.
+	 */
 	if (m->mounted && !keep) {
 		if (umount2(m->at, MNT_DETACH))
 			pr_warn("cannot unmount %s: %s", m->dir,
 				strerror(errno));
-		unlinkat(dirfd, m->label, AT_REMOVEDIR);
-	} else if (!m->mounted && m->label[0]) {
-		/* Made for a mount the kernel refused (root's reserve). */
-		unlinkat(dirfd, m->label, AT_REMOVEDIR);
 	}
+	if (!keep)
+		unlinkat(dirfd, m->label, AT_REMOVEDIR);
 	m->mounted = false;
 }
 
 static void pool_close(struct pool *p, int dirfd)
 {
-	/*
-	 * A chunk still out (quarantined, not looked at, or retired while
-	 * something no scan sees held it) keeps its mount for the next
-	 * zvmmd even with no page in it: its holder may have cut it to
-	 * nothing, and could grow it again in a mount no one counts.
-	 */
-	bool out_m = false, out_r = false;
-	struct chunk *c, *lists[2] = { p->quarantine, p->returned };
+	struct chunk *c;
 
-	for (int i = 0; i < 2; i++)
-		for (c = lists[i]; c; c = c->next) {
-			out_m |= c->mnt == &p->m;
-			out_r |= c->mnt == &p->r;
-		}
-	for (struct ghost *g = p->ghosts; g; g = g->next) {
-		out_m |= g->mnt == &p->m;
-		out_r |= g->mnt == &p->r;
-	}
 	while ((c = p->zero)) {
 		p->zero = c->next;
 		chunk_retire(p, c);
@@ -1114,8 +1182,8 @@ static void pool_close(struct pool *p, int dirfd)
 		p->ghosts = g->next;
 		free(g);
 	}
-	mount_close(&p->m, dirfd, out_m);
-	mount_close(&p->r, dirfd, out_r);
+	mount_close(&p->m, dirfd);
+	mount_close(&p->r, dirfd);
 }
 
 /*
@@ -1127,9 +1195,17 @@ void pool_tidy(struct zvmmd *d, struct pool *p)
 {
 	char a[32];
 
-	if (!p->reserve_cfg && p->r.dirfd >= 0 && !mount_used(p->r.dirfd))
-		mount_close(&p->r, d->dirfd, false);
+	if (!p->reserve_cfg && p->r.dirfd >= 0 && !mount_used(p->r.dirfd) &&
+	    !mount_files(p->r.dirfd))
+		mount_close(&p->r, d->dirfd);
+	/*
+	 * Tried only once the pages look free: a refused mount may have
+	 * had the kernel try to make surplus pages (compaction) first, in
+	 * the event loop.
+	 */
 	if (!p->reserve_cfg || p->r.dirfd >= 0 ||
+	    free_pages(p->cfg->page_bytes) * p->cfg->page_bytes <
+		    p->reserve_cfg ||
 	    mount_open(&p->r, p->cfg->page_bytes, d->cfg.dir, d->dirfd, -1,
 		       true))
 		return;

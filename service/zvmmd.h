@@ -85,7 +85,6 @@ struct chunk {
  */
 struct ghost {
 	struct ghost *next;
-	struct hmount *mnt; /* the mount its pages are in */
 	uint64_t bytes; /* its pages the retire did not free */
 	uint64_t *charged_to;
 	unsigned int *charged_chunks;
