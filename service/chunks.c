@@ -974,14 +974,16 @@ static int mount_open(struct hmount *m, uint64_t page_bytes, const char *dir,
 		      int dirfd, int stored, bool fresh)
 {
 	char opts[160], ps[8];
-	bool kept = true;
+	bool kept = true, from_store = false;
 	struct stat st;
 	int ret;
 
 	snprintf(m->dir, sizeof(m->dir), "%s/%s", dir, m->label);
 	snprintf(m->at, sizeof(m->at), "/proc/self/fd/%d/%s", dirfd, m->label);
-	if (stored >= 0 && mount_take_stored(m, page_bytes, stored))
+	if (stored >= 0 && mount_take_stored(m, page_bytes, stored)) {
+		from_store = true;
 		goto opened;
+	}
 	if (!fresh) {
 		if (fstatat(dirfd, m->label, &st, AT_SYMLINK_NOFOLLOW) ||
 		    !S_ISDIR(st.st_mode) || st.st_uid != 0)
@@ -1041,6 +1043,15 @@ opened:
 		ret = m->mnt_id;
 		goto undo;
 	}
+	/*
+	 * Under systemd, into the fd store at once, not only at a clean
+	 * stop: a zvmmd killed (OOM, a stop timeout) takes its mount
+	 * namespace with it, and the next would mount a new max beside
+	 * what tenants still hold. Out of it when zvmmd lets it go; one
+	 * that came from the store is there already.
+	 */
+	if (!from_store)
+		(void)fdstore_send(m->label, m->dirfd);
 	if (kept)
 		mount_kept_sizes(m);
 	return 0;
@@ -1086,12 +1097,19 @@ static int pool_open(struct zvmmd *d, struct pool *p, const char *dir,
 	} else if (ret) {
 		return ret;
 	}
+	/*
+	 * The stock's sized to max less root's mount, whatever it holds (a
+	 * kept one may not be what the config asks); never 0, which would
+	 * mount the stock's without a size=. A reserve mount kept with the
+	 * reserve since turned off is not taken from it: it only counts
+	 * its tenants' pages until they let go, and the stock's mount keeps
+	 * all of max for after.
+	 */
 	if (p->r.dirfd >= 0 && p->reserve_cfg) {
-		p->reserve = p->r.min < p->r.size ? p->r.min : p->r.size;
-		/* Never 0, which would mount the stock's without a size=. */
-		p->m.size = p->reserve < p->cfg->max ?
-				    p->cfg->max - p->reserve :
+		p->m.size = p->r.size < p->cfg->max ?
+				    p->cfg->max - p->r.size :
 				    page;
+		p->reserve = p->r.min < p->r.size ? p->r.min : p->r.size;
 		pr_info("%s: %s of %s pages held by the kernel for root's leases alone ([service] root_reserve)",
 			p->r.dir, size_format(p->reserve, a, sizeof(a)),
 			p->label);

@@ -380,6 +380,17 @@ static int notify_read(int ms, char *text, size_t len, int *fd)
 	return 0;
 }
 
+/* Every datagram zvmmd has sent so far, read and let go. */
+static void notify_drain(void)
+{
+	char text[256];
+	int fd;
+
+	while (!notify_read(300, text, sizeof(text), &fd))
+		if (fd >= 0)
+			close(fd);
+}
+
 static void notify_end(void)
 {
 	unsetenv("NOTIFY_SOCKET");
@@ -390,6 +401,24 @@ static void notify_end(void)
 		unlink(notify_path);
 	/* The suite's too, whether or not Criterion runs it after this. */
 	teardown();
+}
+
+/* The next fd zvmmd stores under zvmmd-pool-@label, others skipped. */
+static int notify_stored(const char *label)
+{
+	char text[256], want[64];
+	int fd;
+
+	snprintf(want, sizeof(want), "FDNAME=zvmmd-pool-%s", label);
+	while (!notify_read(5000, text, sizeof(text), &fd)) {
+		const char *at = strstr(text, want);
+
+		if (strstr(text, "FDSTORE=1") && at && !at[strlen(want)])
+			return fd;
+		if (fd >= 0)
+			close(fd);
+	}
+	return -1;
 }
 
 Test(zvmmd_restart, under_systemd_the_fd_store_keeps_the_mount,
@@ -407,6 +436,10 @@ Test(zvmmd_restart, under_systemd_the_fd_store_keeps_the_mount,
 	cr_assert_eq(bind(notify_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	setenv("NOTIFY_SOCKET", notify_path, 1);
 	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
+	/* Stored as it is made, so that a zvmmd killed keeps it too. */
+	stored = notify_stored("2M");
+	cr_assert_geq(stored, 0, "zvmmd did not store its new mount");
+	close(stored);
 
 	cr_assert_eq(lease(&fd, HELD, held_fd, &held_n), 0, "no lease");
 	held_map =
@@ -423,6 +456,7 @@ Test(zvmmd_restart, under_systemd_the_fd_store_keeps_the_mount,
 	daemon_stop(SIGTERM);
 	cr_assert_eq(notify_read(5000, text, sizeof(text), &stored), 0,
 		     "zvmmd stored nothing as it stopped");
+	notify_drain();
 	cr_assert(strstr(text, "FDSTORE=1") &&
 			  strstr(text, "FDNAME=zvmmd-pool-2M"),
 		  "zvmmd said: %s", text);
@@ -438,6 +472,7 @@ Test(zvmmd_restart, under_systemd_the_fd_store_keeps_the_mount,
 	cr_assert_neq(notify_read(300, text, sizeof(text), &extra), 0,
 		      "zvmmd said at start: %s", text);
 	held_counted_then_freed(fd);
+	notify_drain();
 	daemon_stop(SIGTERM);
 	/* Nothing held: let go, out of the store too. */
 	cr_assert_eq(notify_read(5000, text, sizeof(text), &extra), 0,
@@ -447,23 +482,6 @@ Test(zvmmd_restart, under_systemd_the_fd_store_keeps_the_mount,
 		  "zvmmd said: %s", text);
 }
 
-/* The fd zvmmd stored under zvmmd-pool-@label as it stopped. */
-static int notify_stored(const char *label)
-{
-	char text[256], want[64];
-	int fd;
-
-	snprintf(want, sizeof(want), "FDNAME=zvmmd-pool-%s", label);
-	while (!notify_read(5000, text, sizeof(text), &fd)) {
-		const char *at = strstr(text, want);
-
-		if (strstr(text, "FDSTORE=1") && at && !at[strlen(want)])
-			return fd;
-		if (fd >= 0)
-			close(fd);
-	}
-	return -1;
-}
 
 /*
  * Root's reserve under systemd: stored even empty as zvmmd stops (the
@@ -490,6 +508,7 @@ Test(zvmmd_restart, under_systemd_roots_reserve_is_kept_empty,
 	cr_assert_eq(status_num("reserve_bytes"), 32 * SZ_1M);
 	snprintf(mnt, sizeof(mnt), "%s/chunks/2M-root", dir);
 	for (int i = 0; i < 2; i++) {
+		notify_drain();
 		daemon_stop(SIGTERM);
 		stored = notify_stored("2M-root");
 		cr_assert_geq(stored, 0, "root's empty reserve was not stored");
