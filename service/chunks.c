@@ -970,42 +970,35 @@ static bool mount_take_stored(struct hmount *m, uint64_t page_bytes, int fd)
  * refused the mount for want of hugepages (min_size=); on any error
  * what it made is undone.
  */
-static int mount_open(struct hmount *m, uint64_t page_bytes, const char *dir,
-		      int dirfd, int stored, bool fresh)
+/*
+ * @m mounted at its path under @dirfd: a previous zvmmd's mount found
+ * there and still wanted (*@kept), or, when @fresh, a new one. Returns
+ * 0 (@m->mounted), 1 when not @fresh and none is there, or -errno;
+ * -ENOMEM only when the kernel refused the mount for want of hugepages.
+ */
+static int mount_place(struct hmount *m, uint64_t page_bytes, int dirfd,
+		       bool fresh, bool *kept)
 {
 	char opts[160], ps[8];
-	bool kept = true, from_store = false;
 	struct stat st;
 	int ret;
 
-	snprintf(m->dir, sizeof(m->dir), "%s/%s", dir, m->label);
-	snprintf(m->at, sizeof(m->at), "/proc/self/fd/%d/%s", dirfd, m->label);
-	if (stored >= 0 && mount_take_stored(m, page_bytes, stored)) {
-		from_store = true;
-		goto opened;
-	}
-	if (!fresh) {
-		if (fstatat(dirfd, m->label, &st, AT_SYMLINK_NOFOLLOW) ||
-		    !S_ISDIR(st.st_mode) || st.st_uid != 0)
-			return 0;
-		if (!mount_take_over(m)) {
-			unlinkat(dirfd, m->label, AT_REMOVEDIR);
-			return 0;
-		}
-		m->mounted = true;
-		m->dirfd = open(m->at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (m->dirfd < 0) {
-			ret = -errno;
-			goto undo;
-		}
-		goto opened;
-	}
-	if (mkdirat(dirfd, m->label, 0700) && errno != EEXIST)
+	if (!fresh && (fstatat(dirfd, m->label, &st, AT_SYMLINK_NOFOLLOW) ||
+		       !S_ISDIR(st.st_mode) || st.st_uid != 0))
+		return 1;
+	if (fresh && mkdirat(dirfd, m->label, 0700) && errno != EEXIST)
 		return -errno;
 	if (fstatat(dirfd, m->label, &st, AT_SYMLINK_NOFOLLOW))
 		return -errno;
 	if (!S_ISDIR(st.st_mode) || st.st_uid != 0)
 		return -ENOTDIR;
+	*kept = mount_take_over(m);
+	if (*kept || !fresh) {
+		m->mounted = *kept;
+		if (!*kept)
+			unlinkat(dirfd, m->label, AT_REMOVEDIR);
+		return *kept ? 0 : 1;
+	}
 	/*
 	 * A mount of its own, sized: hugetlbfs refuses an allocation past
 	 * its size= whoever makes it, so a client cannot grow a leased
@@ -1013,30 +1006,43 @@ static int mount_open(struct hmount *m, uint64_t page_bytes, const char *dir,
 	 * does not count, nor take root's reserve, held by min_size= in
 	 * root's mount (ENOMEM when the host's free hugepages are short).
 	 */
-	snprintf(opts, sizeof(opts), "pagesize=%s,mode=0700",
-		 size_label(page_bytes, ps, sizeof(ps)));
+	snprintf(opts, sizeof(opts), "pagesize=%s,mode=0700,nr_inodes=%u",
+		 size_label(page_bytes, ps, sizeof(ps)), MOUNT_INODES);
 	if (m->size)
 		snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
 			 ",size=%llu", (unsigned long long)m->size);
 	if (m->min)
 		snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
 			 ",min_size=%llu", (unsigned long long)m->min);
-	snprintf(opts + strlen(opts), sizeof(opts) - strlen(opts),
-		 ",nr_inodes=%u", MOUNT_INODES);
-	kept = mount_take_over(m);
-	if (!kept &&
-	    mount("zvmmd", m->at, "hugetlbfs", MS_NOSUID | MS_NODEV, opts)) {
+	if (mount("zvmmd", m->at, "hugetlbfs", MS_NOSUID | MS_NODEV, opts)) {
 		ret = -errno;
 		unlinkat(dirfd, m->label, AT_REMOVEDIR);
 		return ret;
 	}
 	m->mounted = true;
-	m->dirfd = open(m->at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (m->dirfd < 0) {
-		ret = -errno;
-		goto undo;
+	return 0;
+}
+
+static int mount_open(struct hmount *m, uint64_t page_bytes, const char *dir,
+		      int dirfd, int stored, bool fresh)
+{
+	bool kept = true, from_store = false;
+	int ret;
+
+	snprintf(m->dir, sizeof(m->dir), "%s/%s", dir, m->label);
+	snprintf(m->at, sizeof(m->at), "/proc/self/fd/%d/%s", dirfd, m->label);
+	if (stored >= 0 && mount_take_stored(m, page_bytes, stored)) {
+		from_store = true;
+	} else {
+		ret = mount_place(m, page_bytes, dirfd, fresh, &kept);
+		if (ret)
+			return ret > 0 ? 0 : ret;
+		m->dirfd = open(m->at, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (m->dirfd < 0) {
+			ret = -errno;
+			goto undo;
+		}
 	}
-opened:
 	/* The holder scan knows an fd on a chunk by its mount's id. */
 	m->mnt_id = holder_mnt_id(m->dirfd);
 	if (m->mnt_id < 0) {
