@@ -367,54 +367,49 @@ static int set_uint(unsigned int *out, const char *v, const char *unit,
 	return 0;
 }
 
+/*
+ * A part of each pool's max: "N%" (1 to @max_pct) into *@v with *@pct
+ * set, or a size of 2 MiB or more. Not bytes by mistake: "50" meant 50%,
+ * and a part below a page would refuse every lease or hold nothing.
+ */
+static int set_part(uint64_t *v, bool *pct, unsigned int max_pct,
+		    const char *s, char *err, size_t len)
+{
+	unsigned int n;
+	size_t l = strlen(s);
+
+	if (l && s[l - 1] == '%') {
+		if (set_uint(&n, s, "%", 1, max_pct, "a percentage", err, len))
+			return -EINVAL;
+		*v = n;
+		*pct = true;
+		return 0;
+	}
+	*pct = false;
+	return inival_size(s, NULL, v, SZ_2M, CONFIG_SIZE_MAX, err, len);
+}
+
 /* [service] user_share: "N%" of each pool's max, or a size. */
 static int set_share(struct zvmmd_config *c, const char *v, char *err,
 		     size_t len)
 {
-	unsigned int pct;
-	size_t n = strlen(v);
-
-	if (n && v[n - 1] == '%') {
-		if (set_uint(&pct, v, "%", 1, 100, "a percentage", err, len))
-			return -EINVAL;
-		c->user_share = pct;
-		c->user_share_pct = true;
-		return 0;
-	}
-	/*
-	 * Not bytes by mistake: "50" meant 50%, and a share below a page
-	 * would refuse every lease.
-	 */
-	c->user_share_pct = false;
-	return inival_size(v, NULL, &c->user_share, SZ_2M, CONFIG_SIZE_MAX, err,
-			   len);
+	return set_part(&c->user_share, &c->user_share_pct, 100, v, err, len);
 }
 
 /*
- * [service] root_reserve: "N%" of each pool's max, a size, or 0 for none.
- * A size below a page would hold nothing, so it is refused as a share is.
+ * [service] root_reserve: "N%" of each pool's max (99% at most: the
+ * members keep a part), a size, or 0 for none.
  */
 static int set_root_reserve(struct zvmmd_config *c, const char *v, char *err,
 			    size_t len)
 {
-	unsigned int pct;
-	size_t n = strlen(v);
-
 	if (!strcmp(v, "0")) {
 		c->root_reserve = 0;
 		c->root_reserve_pct = false;
 		return 0;
 	}
-	if (n && v[n - 1] == '%') {
-		if (set_uint(&pct, v, "%", 1, 99, "a percentage", err, len))
-			return -EINVAL;
-		c->root_reserve = pct;
-		c->root_reserve_pct = true;
-		return 0;
-	}
-	c->root_reserve_pct = false;
-	return inival_size(v, NULL, &c->root_reserve, SZ_2M, CONFIG_SIZE_MAX,
-			   err, len);
+	return set_part(&c->root_reserve, &c->root_reserve_pct, 99, v, err,
+			len);
 }
 
 uint64_t zvmmd_root_reserve(const struct zvmmd_config *c, unsigned int i)
