@@ -391,6 +391,19 @@ static void notify_drain(void)
 			close(fd);
 }
 
+/* systemd's notify socket, as the unit gives zvmmd: ours to read. */
+static void notify_listen(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	snprintf(notify_path, sizeof(notify_path), "%s/notify", dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", notify_path);
+	notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(notify_fd, 0);
+	cr_assert_eq(bind(notify_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setenv("NOTIFY_SOCKET", notify_path, 1);
+}
+
 static void notify_end(void)
 {
 	unsetenv("NOTIFY_SOCKET");
@@ -424,17 +437,11 @@ static int notify_stored(const char *label)
 Test(zvmmd_restart, under_systemd_the_fd_store_keeps_the_mount,
      .fini = notify_end)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char text[256];
 	int fd, stored, extra;
 
 	daemon_stop(SIGTERM);
-	snprintf(notify_path, sizeof(notify_path), "%s/notify", dir);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", notify_path);
-	notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	cr_assert_geq(notify_fd, 0);
-	cr_assert_eq(bind(notify_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	setenv("NOTIFY_SOCKET", notify_path, 1);
+	notify_listen();
 	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
 	/* Stored as it is made, so that a zvmmd killed keeps it too. */
 	stored = notify_stored("2M");
@@ -493,16 +500,10 @@ Test(zvmmd_restart, under_systemd_the_fd_store_keeps_the_mount,
 Test(zvmmd_restart, under_systemd_roots_reserve_is_kept_empty,
      .fini = notify_end)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int stored;
 
 	daemon_stop(SIGTERM);
-	snprintf(notify_path, sizeof(notify_path), "%s/notify", dir);
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", notify_path);
-	notify_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	cr_assert_geq(notify_fd, 0);
-	cr_assert_eq(bind(notify_fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	setenv("NOTIFY_SOCKET", notify_path, 1);
+	notify_listen();
 	conf_write("root_reserve = 32M\n");
 	test_zvmmd_start(conf, sock, dir, WAIT_S, &daemon_pid);
 	cr_assert_eq(status_num("reserve_bytes"), 32 * SZ_1M);

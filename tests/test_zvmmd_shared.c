@@ -654,6 +654,25 @@ static long unpromised_pages(void)
 }
 
 /*
+ * Every hugepage of 2 MiB no one has been promised, taken as anyone may
+ * (anonymous MAP_HUGETLB) and touched: the mapping (NULL for none), its
+ * pages in *@n; munmap() gives them back.
+ */
+static char *take_unpromised(long *n)
+{
+	char *grab;
+
+	*n = unpromised_pages();
+	grab = *n ? mmap(NULL, (size_t)*n * SZ_2M, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0) :
+		    NULL;
+	cr_assert_neq(grab, MAP_FAILED, "cannot take %ld free hugepages", *n);
+	for (long i = 0; i < *n; i++)
+		grab[(size_t)i * SZ_2M] = 1;
+	return grab;
+}
+
+/*
  * Every page of @cfd, mapped MAP_NORESERVE, written in a child: its exit
  * status (SIGBUS for a page the kernel could not give).
  */
@@ -705,15 +724,7 @@ Test(zvmmd_shared, an_empty_lease_has_its_pages_promised)
 		(unsigned long long)sf.f_blocks);
 
 	/* Someone else takes every hugepage not promised to anyone. */
-	others = unpromised_pages();
-	grab = others ? mmap(NULL, (size_t)others * SZ_2M,
-			     PROT_READ | PROT_WRITE,
-			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0) :
-			NULL;
-	cr_assert_neq(grab, MAP_FAILED, "cannot take %ld free hugepages",
-		      others);
-	for (long i = 0; i < others; i++)
-		grab[(size_t)i * SZ_2M] = 1;
+	grab = take_unpromised(&others);
 
 	status = touch_noreserve(cfd, CHUNK);
 	if (grab)
@@ -1318,15 +1329,7 @@ Test(zvmmd_shared, root_keeps_its_reserve_whatever_a_member_hides)
 	cr_assert_eq(said[1], (MAX - reserve - CHUNK) / CHUNK,
 		     "%d private mappings: the member's mount is not max less the reserve",
 		     said[1]);
-	others = unpromised_pages();
-	grab = others ? mmap(NULL, (size_t)others * SZ_2M,
-			     PROT_READ | PROT_WRITE,
-			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0) :
-			NULL;
-	cr_assert_neq(grab, MAP_FAILED, "cannot take %ld free hugepages",
-		      others);
-	for (long i = 0; i < others; i++)
-		grab[(size_t)i * SZ_2M] = 1;
+	grab = take_unpromised(&others);
 	ret = root_lease_and_touch(reserve);
 	if (grab)
 		munmap(grab, (size_t)others * SZ_2M);
@@ -1411,15 +1414,7 @@ Test(zvmmd_shared, a_reserve_the_kernel_cannot_hold_yet_comes_later)
 
 	cr_assert_eq(test_zvmmd_stop(&daemon_pid, SIGTERM, dir), 0);
 	conf_write("root_reserve = 48M\n");
-	others = unpromised_pages();
-	grab = others ? mmap(NULL, (size_t)others * SZ_2M,
-			     PROT_READ | PROT_WRITE,
-			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0) :
-			NULL;
-	cr_assert_neq(grab, MAP_FAILED, "cannot take %ld free hugepages",
-		      others);
-	for (long i = 0; i < others; i++)
-		grab[(size_t)i * SZ_2M] = 1;
+	grab = take_unpromised(&others);
 	daemon_start();
 	cr_assert_eq(status_num("reserve_bytes"), 0);
 	/* Root is served meanwhile, from what the kernel has: nothing. */
