@@ -239,10 +239,10 @@ static int read_list(struct reader *r, const struct zvmmd_status_row *row,
  * them, and the reader takes them from what it did send (pool_added()).
  * Each is an INT from 0, so -1 says absent until then.
  */
-static const char *const pool_added[] = { "unseen_bytes", "zero_bytes",
-					  "filling_bytes", "leases_total",
-					  "quarantined_total",
-					  "reserve_bytes" };
+static const char *const pool_added[] = {
+	"unseen_bytes", "zero_bytes",	     "filling_bytes",
+	"leases_total", "quarantined_total", "reserve_bytes"
+};
 
 bool zvmmd_status_added(const struct zvmmd_status_object *t, const char *name)
 {

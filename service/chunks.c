@@ -1112,9 +1112,8 @@ static int pool_open(struct zvmmd *d, struct pool *p, const char *dir,
 	 * all of max for after.
 	 */
 	if (p->r.dirfd >= 0 && p->reserve_cfg) {
-		p->m.size = p->r.size < p->cfg->max ?
-				    p->cfg->max - p->r.size :
-				    page;
+		p->m.size = p->r.size < p->cfg->max ? p->cfg->max - p->r.size :
+						      page;
 		p->reserve = p->r.min < p->r.size ? p->r.min : p->r.size;
 		pr_info("%s: %s of %s pages held by the kernel for root's leases alone ([service] root_reserve)",
 			p->r.dir, size_format(p->reserve, a, sizeof(a)),

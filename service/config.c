@@ -372,8 +372,8 @@ static int set_uint(unsigned int *out, const char *v, const char *unit,
  * set, or a size of 2 MiB or more. Not bytes by mistake: "50" meant 50%,
  * and a part below a page would refuse every lease or hold nothing.
  */
-static int set_part(uint64_t *v, bool *pct, unsigned int max_pct,
-		    const char *s, char *err, size_t len)
+static int set_part(uint64_t *v, bool *pct, unsigned int max_pct, const char *s,
+		    char *err, size_t len)
 {
 	unsigned int n;
 	size_t l = strlen(s);

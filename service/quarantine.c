@@ -185,9 +185,10 @@ static void scan_kick(struct zvmmd *d, bool again)
 				if (!c->pass_from)
 					c->pass_from = d->pass + !fresh;
 				d->scan_chunk[n] = c;
-				d->holder_file[n++] = (struct holder_file){
-					c->mnt->mnt_id, c->st.st_dev, c->st.st_ino
-				};
+				d->holder_file[n++] =
+					(struct holder_file){ c->mnt->mnt_id,
+							      c->st.st_dev,
+							      c->st.st_ino };
 			}
 	}
 	d->scan_busy = true;

@@ -201,10 +201,10 @@ static void strip(const char *in, const char *key, char *out, size_t len)
 /* The reply as zvmmd 0.1.0 sent it: no member added since. */
 static void older_reply(char *out, size_t len)
 {
-	static const char *const added[] = { "unseen_bytes", "zero_bytes",
-					     "filling_bytes", "leases_total",
-					     "quarantined_total",
-					     "reserve_bytes" };
+	static const char *const added[] = {
+		"unseen_bytes", "zero_bytes",	     "filling_bytes",
+		"leases_total", "quarantined_total", "reserve_bytes"
+	};
 	char *tmp = malloc(len);
 
 	cr_assert_not_null(tmp);

@@ -84,9 +84,10 @@ static void teardown(void)
 	}
 	daemon_pid = -1;
 	if (dir[0]) {
-		snprintf(cmd, sizeof(cmd),
-			 "umount -l %s/chunks/2M %s/chunks/2M-root 2>/dev/null; rm -rf %s",
-			 dir, dir, dir);
+		snprintf(
+			cmd, sizeof(cmd),
+			"umount -l %s/chunks/2M %s/chunks/2M-root 2>/dev/null; rm -rf %s",
+			dir, dir, dir);
 		(void)!system(cmd);
 	}
 	zero_hugetlb_release(&resv);
@@ -489,7 +490,6 @@ Test(zvmmd_restart, under_systemd_the_fd_store_keeps_the_mount,
 		  "zvmmd said: %s", text);
 }
 
-
 /*
  * Root's reserve under systemd: stored even empty as zvmmd stops (the
  * hugepages the kernel holds for it stay held across a restart) with
@@ -513,8 +513,8 @@ Test(zvmmd_restart, under_systemd_roots_reserve_is_kept_empty,
 		daemon_stop(SIGTERM);
 		stored = notify_stored("2M-root");
 		cr_assert_geq(stored, 0, "root's empty reserve was not stored");
-		cr_assert_not(mounted(), "the stored reserve is still mounted at %s",
-			      mnt);
+		cr_assert_not(mounted(),
+			      "the stored reserve is still mounted at %s", mnt);
 		if (i)
 			conf_write("root_reserve = 48M\n");
 		test_zvmmd_start_passing(conf, sock, dir, WAIT_S, &daemon_pid,
@@ -559,5 +559,6 @@ Test(zvmmd_restart, a_chunk_cut_to_nothing_keeps_its_mount)
 	held_drop();
 	wait_status("unseen_bytes", 0);
 	daemon_stop(SIGTERM);
-	cr_assert_not(mounted(), "zvmmd stopped with nothing held left its mount");
+	cr_assert_not(mounted(),
+		      "zvmmd stopped with nothing held left its mount");
 }

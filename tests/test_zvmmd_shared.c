@@ -81,9 +81,10 @@ static void teardown(void)
 	if (dir[0])
 		(void)test_zvmmd_stop(&daemon_pid, SIGTERM, dir);
 	if (dir[0]) {
-		snprintf(cmd, sizeof(cmd),
-			 "umount -l %s/chunks/2M %s/chunks/2M-root 2>/dev/null; rm -rf %s",
-			 dir, dir, dir);
+		snprintf(
+			cmd, sizeof(cmd),
+			"umount -l %s/chunks/2M %s/chunks/2M-root 2>/dev/null; rm -rf %s",
+			dir, dir, dir);
 		(void)!system(cmd);
 	}
 	zero_hugetlb_release(&resv);
@@ -1313,9 +1314,10 @@ Test(zvmmd_shared, root_keeps_its_reserve_whatever_a_member_hides)
 	cr_assert_eq(said[1], (MAX - CHUNK) / CHUNK,
 		     "%d private mappings of the member's chunk", said[1]);
 	ret = root_lease_and_touch(reserve);
-	cr_assert_eq(ret, ENOMEM,
-		     "root's LEASE beside the mappings, no reserve: %d, not ENOMEM",
-		     ret);
+	cr_assert_eq(
+		ret, ENOMEM,
+		"root's LEASE beside the mappings, no reserve: %d, not ENOMEM",
+		ret);
 	member_end(&m);
 	wait_status("leased_bytes", 0);
 
@@ -1326,16 +1328,18 @@ Test(zvmmd_shared, root_keeps_its_reserve_whatever_a_member_hides)
 	member_start(&m, MEMBER, map_private_until_refused);
 	member_read(&m, said, sizeof(said));
 	cr_assert_eq(said[0], 0, "the member's lease: errno %d", said[0]);
-	cr_assert_eq(said[1], (MAX - reserve - CHUNK) / CHUNK,
-		     "%d private mappings: the member's mount is not max less the reserve",
-		     said[1]);
+	cr_assert_eq(
+		said[1], (MAX - reserve - CHUNK) / CHUNK,
+		"%d private mappings: the member's mount is not max less the reserve",
+		said[1]);
 	grab = take_unpromised(&others);
 	ret = root_lease_and_touch(reserve);
 	if (grab)
 		munmap(grab, (size_t)others * SZ_2M);
-	cr_assert_eq(ret, 0,
-		     "root's LEASE of its reserve beside the member: %d (-3: a page not zero)",
-		     ret);
+	cr_assert_eq(
+		ret, 0,
+		"root's LEASE of its reserve beside the member: %d (-3: a page not zero)",
+		ret);
 	/* Past it, root is held to max as before. */
 	cr_assert_eq(root_lease_and_touch(reserve + CHUNK), ENOMEM);
 	member_end(&m);
