@@ -420,7 +420,7 @@ $(SECCOMP_TENANT): $(O)/tests/seccomp_tenant.o $(LIBZ_A)
 endif
 
 # The public header compiles as C++ (-pedantic), and the library keeps
-# the ABI of the last release (abi/: abidw's dump of libzvmm 0.1.0):
+# the ABI of every release (abi/: abidw's dumps of libzvmm 0.1.0, 0.2.0):
 # additions are fine, an incompatible change (abidiff's bit 8) or an
 # error fails. Skipped, saying so, without g++ or abidiff.
 header-cxx:
@@ -440,11 +440,14 @@ static-check: $(LIBZ_A)
 
 abi-check: lib
 	$(Q)if command -v abidiff >/dev/null; then \
-		abidiff --headers-dir2 include/zvmm abi/libzvmm-0.1.0.abi \
-			$(LIBZ_SO) >$(O)/abidiff.txt; rc=$$?; \
-		if [ $$((rc & 11)) -ne 0 ]; then cat $(O)/abidiff.txt; \
-			echo "abi-check: libzvmm breaks the 0.1.0 ABI (abidiff $$rc)" >&2; \
-			exit 1; fi; \
+		for a in abi/libzvmm-*.abi; do \
+			v=$${a#abi/libzvmm-}; v=$${v%.abi}; \
+			abidiff --headers-dir2 include/zvmm $$a \
+				$(LIBZ_SO) >$(O)/abidiff-$$v.txt; rc=$$?; \
+			if [ $$((rc & 11)) -ne 0 ]; then cat $(O)/abidiff-$$v.txt; \
+				echo "abi-check: libzvmm breaks the $$v ABI (abidiff $$rc)" >&2; \
+				exit 1; fi; \
+		done; \
 	else echo "abi-check: skipped: no abidiff (make deps: abigail-tools)"; fi
 
 test-unit: $(O)/zvmm $(ZVMMD) $(HOSTILE_ELF) $(TEST_RUNNER) $(STRESS) $(MODEL) lib \

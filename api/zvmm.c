@@ -848,6 +848,38 @@ int zvmm_guest_exit(struct zvmm_guest *v)
 	return ret;
 }
 
+int zvmm_guest_file(const struct zvmm_guest *v, int *fd, uint64_t *offset)
+{
+	return zero_guest_file(v->g, fd, offset);
+}
+
+static int guest_handed_back(struct zvmm_guest *v)
+{
+	char err[512] = "";
+	int ret;
+
+	if (!v->prepared)
+		return fail(
+			-EINVAL,
+			"zvmm_guest_handed_back() before a successful zvmm_guest_prepare()");
+	ret = zero_guest_handed_back(v->g, err, sizeof(err));
+	if (ret == -EBUSY || ret == -ESTALE) {
+		pr_warn("%s; on_exit leaves the memory as it is and no state record is written",
+			err);
+		return ret;
+	}
+	return fail(ret, err);
+}
+
+int zvmm_guest_handed_back(struct zvmm_guest *v)
+{
+	struct zvmm_guest *prev = enter(v);
+	int ret = guest_handed_back(v);
+
+	leave(prev);
+	return ret;
+}
+
 static int guest_prezero(struct zvmm_guest *v)
 {
 	struct zero_prezero_report r;

@@ -153,7 +153,7 @@ static void drain(int fd, struct test_run *r)
 
 int test_spawn_zvmm(const char *const *argv, bool as_user, struct test_proc *p)
 {
-	const char *args[32];
+	const char *args[64];
 	int pfd[2], n = 0;
 
 	/*
@@ -170,8 +170,10 @@ int test_spawn_zvmm(const char *const *argv, bool as_user, struct test_proc *p)
 	} else {
 		args[n++] = test_zvmm_bin();
 	}
-	while (*argv && n < 31)
+	while (*argv && n < 63)
 		args[n++] = *argv++;
+	if (*argv)
+		return -E2BIG; /* a test's own mistake: never cut silently */
 	args[n] = NULL;
 	if (pipe2(pfd, O_CLOEXEC))
 		return -errno;

@@ -124,12 +124,20 @@ void cli_log_release(char *err, size_t len)
 int cli_policy(const char *file, const struct cli_sets *sets,
 	       struct zvmm_policy **out)
 {
+	return cli_policy_mode(NULL, file, sets, out);
+}
+
+int cli_policy_mode(const char *mode, const char *file,
+		    const struct cli_sets *sets, struct zvmm_policy **out)
+{
 	struct zvmm_policy *p;
 	int ret = zvmm_policy_new(&p);
 
 	if (ret)
 		return ret;
-	if (file)
+	if (mode)
+		ret = zvmm_policy_set(p, "zeroing.mode", mode);
+	if (file && !ret)
 		ret = zvmm_policy_load(p, file);
 	for (unsigned int i = 0; i < sets->n && !ret; i++) {
 		char key[128];
@@ -156,6 +164,24 @@ int cli_policy(const char *file, const struct cli_sets *sets,
 		return ret;
 	}
 	*out = p;
+	return 0;
+}
+
+int cli_mem_source(const struct cli_args *a, struct zvmm_mem *mem)
+{
+	zvmm_mem_init(mem, a->mem, a->page_bytes);
+	mem->pool_path = a->pool;
+	if (a->given & CLI_POOL_SERVICE) {
+		if (a->pool || a->reserve) {
+			pr_err("--pool-service leases zvmmd's memory: no --pool or --reserve with it");
+			return -EINVAL;
+		}
+		mem->flags |= ZVMM_MEM_SERVICE;
+		mem->pool_path = a->socket;
+	} else if (a->socket) {
+		pr_err("--socket names zvmmd's socket for --pool-service");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -338,6 +364,13 @@ void cli_usage(const struct cli_verb *v, FILE *f)
 		if ((unsigned int)n > width)
 			width = (unsigned int)n;
 	}
+	if (v->rest) {
+		if (col + 1 + strlen(v->rest) > CLI_WIDTH)
+			fprintf(f, "\n%*s", (int)indent, "");
+		else
+			fputc(' ', f);
+		fputs(v->rest, f);
+	}
 	fprintf(f, "\n\n%s\n", v->what);
 	if (v->accepts)
 		fputc('\n', f);
@@ -485,7 +518,9 @@ int cli_parse(const struct cli_verb *v, int argc, char **argv,
 	opts[n++] = (struct option){ "help", no_argument, NULL, 'h' };
 	opts[n] = (struct option){ 0 };
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
+	/* "+": a verb with a rest stops at its first word (a command). */
+	while ((c = getopt_long(argc, argv, v->rest ? "+h" : "h", opts,
+				&idx)) != -1) {
 		if (c == 'h') {
 			cli_usage(v, stdout);
 			return 1;
@@ -499,7 +534,10 @@ int cli_parse(const struct cli_verb *v, int argc, char **argv,
 		if (parse_one(c, optarg, a))
 			return -EINVAL;
 	}
-	if (optind < argc) {
+	if (v->rest) {
+		a->rest = argv + optind;
+		a->nrest = argc - optind;
+	} else if (optind < argc) {
 		pr_err("%s: unexpected argument '%s'", v->name, argv[optind]);
 		return -EINVAL;
 	}

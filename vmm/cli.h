@@ -65,6 +65,10 @@ int cli_add_set(struct cli_sets *sets, char *value);
 int cli_policy(const char *file, const struct cli_sets *sets,
 	       struct zvmm_policy **out);
 
+/* The same from zeroing.mode = @mode instead of the library's default. */
+int cli_policy_mode(const char *mode, const char *file,
+		    const struct cli_sets *sets, struct zvmm_policy **out);
+
 /*
  * Every option of every verb in one table of rows (vmm/cli.c): its name,
  * its value's name, what it does, and for a whole number the range the
@@ -110,6 +114,9 @@ struct cli_verb {
 	const char *what; /* a paragraph: what the verb does */
 	const struct cli_text *texts; /* its words, ending with { 0 }; or NULL */
 	const char *after; /* said after the options (exit status), or NULL */
+	/* what follows the options (a command to run), in the synopsis; the
+	 * first argument that is no option ends them. NULL: none taken */
+	const char *rest;
 };
 
 struct cli_args {
@@ -121,6 +128,8 @@ struct cli_args {
 	double timeout; /* seconds, 0: none */
 	bool quiet, verbose, reserve;
 	unsigned int given; /* the CLI_* options the command line named */
+	char **rest; /* the verb's rest (struct cli_verb), NULL-terminated */
+	int nrest;
 };
 
 /* @v's usage text: synopsis, what it does, one line per option. */
@@ -136,9 +145,20 @@ void cli_usage(const struct cli_verb *v, FILE *f);
 int cli_parse(const struct cli_verb *v, int argc, char **argv,
 	      struct cli_args *a);
 
+struct zvmm_mem;
+
+/*
+ * The memory source of --mem, --hugepages, --pool and --pool-service
+ * [--socket] as parsed into @a: a pool file, a zvmmd lease, or (neither)
+ * a private memfd. -EINVAL, said, for --pool with --pool-service, or
+ * --socket without it.
+ */
+int cli_mem_source(const struct cli_args *a, struct zvmm_mem *mem);
+
 /* The verbs; each parses its own options from argv[0] on. */
 int cmd_bench(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
 int cmd_prezero(int argc, char **argv);
 int cmd_policy(int argc, char **argv);
 int cmd_pool(int argc, char **argv);

@@ -28,8 +28,9 @@ static const struct cli_text prezero_texts[] = {
 
 static const struct cli_verb prezero_verb = {
 	.name = "prezero",
-	.accepts = CLI_MEM | CLI_HUGEPAGES | CLI_POOL | CLI_POLICY | CLI_SET |
-		   CLI_JSON | CLI_QUIET | CLI_VERBOSE,
+	.accepts = CLI_MEM | CLI_HUGEPAGES | CLI_POOL | CLI_POOL_SERVICE |
+		   CLI_SOCKET | CLI_POLICY | CLI_SET | CLI_JSON | CLI_QUIET |
+		   CLI_VERBOSE,
 	.texts = prezero_texts,
 	.required = CLI_MEM,
 	.what = "Makes every page of SIZE bytes of hugepage memory zero with the worker\n"
@@ -130,8 +131,8 @@ int cmd_prezero(int argc, char **argv)
 		return ret > 0 ? 0 : EXIT_USAGE;
 	if (a.verbose && log_level < LOG_DEBUG)
 		log_level = LOG_DEBUG;
-	mem = ZVMM_MEM_INIT(a.mem, a.page_bytes);
-	mem.pool_path = a.pool;
+	if (cli_mem_source(&a, &mem))
+		return EXIT_USAGE;
 	ret = cli_policy(a.policy, &a.sets, &pol);
 	if (ret)
 		return cli_exit_status(ret);
@@ -169,8 +170,11 @@ int cmd_prezero(int argc, char **argv)
 		"zvmm: prezero of %s on %s pages (%s%s): backend %s, %u worker%s, chunk %s\n",
 		size_format(z.bytes, sa, sizeof(sa)),
 		size_label(z.page_bytes, sb, sizeof(sb)),
-		a.pool ? "pool " : "anonymous memfd", a.pool ? a.pool : "",
-		z.backend, z.workers, z.workers == 1 ? "" : "s",
+		a.pool			     ? "pool " :
+		(a.given & CLI_POOL_SERVICE) ? "leased from zvmmd" :
+					       "anonymous memfd",
+		a.pool ? a.pool : "", z.backend, z.workers,
+		z.workers == 1 ? "" : "s",
 		size_format(z.chunk_bytes, sc, sizeof(sc)));
 	fflush(out);
 	vmm_progress_begin(&progress, a.quiet);

@@ -87,20 +87,7 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
 	/* --verbose: the library's own steps too (how it got a userfaultfd). */
 	if (a->verbose && log_level < LOG_DEBUG)
 		log_level = LOG_DEBUG;
-	o->mem = ZVMM_MEM_INIT(a->mem, a->page_bytes);
-	o->mem.pool_path = a->pool;
-	if (a->given & CLI_POOL_SERVICE) {
-		if (a->pool || a->reserve) {
-			pr_err("--pool-service leases zvmmd's memory: no --pool or --reserve with it");
-			return -EINVAL;
-		}
-		o->mem.flags |= ZVMM_MEM_SERVICE;
-		o->mem.pool_path = a->socket;
-	} else if (a->socket) {
-		pr_err("--socket names zvmmd's socket for --pool-service");
-		return -EINVAL;
-	}
-	return 0;
+	return cli_mem_source(a, &o->mem);
 }
 
 /* Reads the whole guest file. */

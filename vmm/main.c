@@ -29,6 +29,7 @@ static void usage(FILE *f)
 		"  bench       measure every clearing backend against the kernel's hugetlb zeroing\n"
 		"  calibrate   find the fastest backend at the engine's chunk sizes; write a profile\n"
 		"  backends    list the clearing backends and whether this CPU can run them\n"
+		"  exec        run another VMM (QEMU) on hugepage memory zvmm prepared\n"
 		"  prezero     make hugepage memory (or a warm pool file) zero with the workers\n"
 		"  policy      check a zeroing policy file and print it with --set applied\n"
 		"  pool        what zvmmd, the zeroing service, holds: zvmm pool status\n"
@@ -97,6 +98,8 @@ int main(int argc, char **argv)
 		return cmd_calibrate(argc - 1, argv + 1);
 	if (!strcmp(verb, "backends"))
 		return cmd_backends(argc - 1, argv + 1);
+	if (!strcmp(verb, "exec"))
+		return cmd_exec(argc - 1, argv + 1);
 	if (!strcmp(verb, "prezero"))
 		return cmd_prezero(argc - 1, argv + 1);
 	if (!strcmp(verb, "policy"))

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
@@ -39,14 +40,30 @@ static void *watch(void *arg)
 	return NULL;
 }
 
+/* SIGHUP too once vmm_sigwatch_block_hup() said so: one process, one set. */
+static bool with_hup;
+
+static void watched(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	if (with_hup)
+		sigaddset(set, SIGHUP);
+}
+
 void vmm_sigwatch_block(void)
 {
 	sigset_t set;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
+	watched(&set);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+}
+
+void vmm_sigwatch_block_hup(void)
+{
+	with_hup = true;
+	vmm_sigwatch_block();
 }
 
 int vmm_sigwatch_start(struct vmm_sigwatch *w)
@@ -54,9 +71,7 @@ int vmm_sigwatch_start(struct vmm_sigwatch *w)
 	sigset_t set;
 	int ret;
 
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
+	watched(&set);
 	w->sfd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 	w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (w->sfd < 0 || w->efd < 0) {

@@ -23,6 +23,8 @@ struct vmm_sigwatch {
 };
 
 void vmm_sigwatch_block(void);
+/* The same with SIGHUP as well, from now on (zvmm exec passes it on). */
+void vmm_sigwatch_block_hup(void);
 int vmm_sigwatch_start(struct vmm_sigwatch *w)
 	__attribute__((warn_unused_result));
 /* The first signal the watcher took, 0 if none (any thread). */

@@ -17,6 +17,7 @@
 
 #include "../lib/inject.h"
 #include "../lib/log.h"
+#include "../lib/zvmmd_client.h"
 #include "calibrate.h"
 #include "demand.h"
 #include "engine.h"
@@ -248,6 +249,85 @@ fail:
 const struct zero_guest_layout *zero_guest_layout(const struct zero_guest *g)
 {
 	return &g->layout;
+}
+
+int zero_guest_file(const struct zero_guest *g, int *fd, uint64_t *offset)
+{
+	const struct zero_mem *m = g->mem;
+
+	*offset = 0;
+	if (m->fd >= 0) {
+		*fd = m->fd;
+		return 0;
+	}
+	/* A lease of one chunk is that chunk's file from its first byte. */
+	if (m->lease && m->lease->nr == 1) {
+		*fd = m->lease->fd[0];
+		return 0;
+	}
+	*fd = -1;
+	return -EXDEV;
+}
+
+int zero_guest_handed_back(struct zero_guest *g, char *err, size_t len)
+{
+	struct zero_mem *m = g->mem;
+	struct stat st;
+	int ret;
+
+	/*
+	 * Only under prezero is every page the guest's (mapped) when the
+	 * other process takes the file, so that zero_guest_exit() counts
+	 * all of them someone's data: under demand a page the table still
+	 * calls zero could hold what that process wrote.
+	 */
+	if (g->pol.mode != ZERO_MODE_PREZERO) {
+		snprintf(
+			err, len,
+			"memory handed to another process needs the prezero policy (zeroing.mode = prezero)");
+		return -EINVAL;
+	}
+	/*
+	 * zvmmd finds who holds its chunks itself; a private memfd has no
+	 * on_exit and no record; a caller's fd is held by the caller too,
+	 * and no record vouches for it.
+	 */
+	if (!m->pool || m->caller_fd)
+		return 0;
+	ret = zero_mem_check_alone(m, err, len);
+	if (ret == -EBUSY) {
+		/*
+		 * A process still reaches the memory, and may be a guest
+		 * still running (a VMM that daemonized): on_exit would
+		 * change or drop bytes it wrote. Kept as they are; a pool is
+		 * not opened again while it is held, and no record vouches
+		 * for it, so the next launch scrubs it.
+		 */
+		g->pol.on_exit = ZERO_EXIT_KEEP;
+		return ret;
+	}
+	if (ret)
+		return ret;
+	if (fstat(m->fd, &st))
+		return -errno;
+	if (st.st_size != g->stamped.st_size) {
+		g->pol.on_exit = ZERO_EXIT_KEEP;
+		snprintf(
+			err, len,
+			"pool %s changed size while it was handed out (%lld bytes, was %lld): kept as it is, no state record",
+			m->path, (long long)st.st_size,
+			(long long)g->stamped.st_size);
+		return -ESTALE;
+	}
+	/*
+	 * Its mapping moved the file's atime (hugetlbfs' mmap(2) does), and
+	 * it may have moved mtime and ctime (fallocate(2)): all of it was
+	 * the guest's doing, as every page is someone's data from
+	 * zero_guest_exit() on. The times from now on are what
+	 * keep_record() holds any other process to.
+	 */
+	g->stamped = st;
+	return 0;
 }
 
 /*

@@ -100,6 +100,26 @@ int zero_guest_open(const struct zero_guest_cfg *cfg, struct zero_guest **out,
 const struct zero_guest_layout *zero_guest_layout(const struct zero_guest *g);
 
 /*
+ * The memory as one file another process can map: @fd (owned here) from
+ * @offset. -EXDEV when it is several files (a zvmmd lease of several
+ * chunks).
+ */
+int zero_guest_file(const struct zero_guest *g, int *fd, uint64_t *offset)
+	__attribute__((warn_unused_result));
+
+/*
+ * Every process the file was handed to (a VMM run on it) has exited:
+ * what they did to it is the guest's, and the times their mappings moved
+ * do not refuse the state record. Prezero only (-EINVAL). -EBUSY, @err
+ * naming the process, when one still reaches the file: on_exit is then
+ * keep (no byte of a guest that may still run is changed, no record).
+ * -ESTALE when the file changed size (also keep). Before
+ * zero_guest_exit().
+ */
+int zero_guest_handed_back(struct zero_guest *g, char *err, size_t len)
+	__attribute__((warn_unused_result));
+
+/*
  * Before the first vCPU runs. prezero: every page made zero and mapped.
  * demand and hybrid: the first @boot_bytes (what the loader writes) made
  * zero and mapped, pages a valid record proved zero mapped, and the

@@ -53,9 +53,9 @@ extern "C" {
 #endif
 
 #define ZVMM_VERSION_MAJOR 0
-#define ZVMM_VERSION_MINOR 2
+#define ZVMM_VERSION_MINOR 3
 #define ZVMM_VERSION_PATCH 0
-#define ZVMM_VERSION "0.2.0"
+#define ZVMM_VERSION "0.3.0"
 
 #if defined(__GNUC__) && !defined(ZVMM_STATIC)
 #define ZVMM_API __attribute__((visibility("default")))
@@ -467,6 +467,36 @@ ZVMM_API int zvmm_guest_stop(struct zvmm_guest *g);
  * errno; on failure no record is written and the next open scrubs.
  */
 ZVMM_API int zvmm_guest_exit(struct zvmm_guest *g);
+
+/*
+ * The memory as one file, for a VMM that runs as another process and
+ * maps a path (QEMU's memory-backend-file mem-path=/proc/self/fd/N,
+ * after the fd is passed to it): @fd, owned by the library and valid
+ * until close (never close it; pass a dup), and the offset of the guest
+ * mapping's first byte in it. 0, or -EXDEV when the memory is several
+ * files: a zvmmd lease of more than one chunk (zvmmd.conf(5), chunk).
+ * Since 0.3.
+ *
+ * The process given the file is the guest: run it only under the
+ * prezero policy (every page zero before it maps the file), only after
+ * zvmm_guest_prepare(), and call zvmm_guest_handed_back() once it and
+ * every process it made have exited, before zvmm_guest_exit().
+ */
+ZVMM_API int zvmm_guest_file(const struct zvmm_guest *g, int *fd,
+			     uint64_t *offset);
+
+/*
+ * Every process zvmm_guest_file()'s file was handed to has exited: what
+ * they did to the file was the guest's doing. A pool's state record is
+ * then not refused for the access time their mappings moved (on_exit =
+ * scrub still clears every page first). -EBUSY when a process still
+ * reaches the file (a VMM that daemonized or left a child behind: it may
+ * still be running a guest), -ESTALE when the file changed size: then a
+ * warning says which, and on_exit leaves the memory as it is and writes
+ * no record (the next launch scrubs it). -EINVAL under demand or hybrid
+ * or before zvmm_guest_prepare(). Since 0.3.
+ */
+ZVMM_API int zvmm_guest_handed_back(struct zvmm_guest *g);
 
 /*
  * Without a guest: makes every page zero with the workers (a warm pool

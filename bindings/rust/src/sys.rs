@@ -6,9 +6,9 @@
 //   --allowlist-function 'zvmm_.*' --allowlist-type 'zvmm_.*' --allowlist-var 'ZVMM_.*' --size_t-is-usize --no-prepend-enum-name --rust-target 1.47
 
 pub const ZVMM_VERSION_MAJOR: u32 = 0;
-pub const ZVMM_VERSION_MINOR: u32 = 2;
+pub const ZVMM_VERSION_MINOR: u32 = 3;
 pub const ZVMM_VERSION_PATCH: u32 = 0;
-pub const ZVMM_VERSION: &[u8; 6usize] = b"0.2.0\0";
+pub const ZVMM_VERSION: &[u8; 6usize] = b"0.3.0\0";
 pub const ZVMM_PAGE_2M: u32 = 2097152;
 pub const ZVMM_PAGE_1G: u32 = 1073741824;
 pub const ZVMM_MEM_SERVICE: u32 = 1;
@@ -577,6 +577,16 @@ extern "C" {
 }
 extern "C" {
     pub fn zvmm_guest_exit(g: *mut zvmm_guest) -> ::std::os::raw::c_int;
+}
+extern "C" {
+    pub fn zvmm_guest_file(
+        g: *const zvmm_guest,
+        fd: *mut ::std::os::raw::c_int,
+        offset: *mut u64,
+    ) -> ::std::os::raw::c_int;
+}
+extern "C" {
+    pub fn zvmm_guest_handed_back(g: *mut zvmm_guest) -> ::std::os::raw::c_int;
 }
 extern "C" {
     pub fn zvmm_guest_prezero(g: *mut zvmm_guest) -> ::std::os::raw::c_int;

@@ -13,7 +13,7 @@ use zvmm::{Guest, Mem, Policy, PAGE_2M};
 #[test]
 fn versions_agree() {
     zvmm::check_version().unwrap();
-    assert_eq!(zvmm::header_version(), "0.2.0");
+    assert_eq!(zvmm::header_version(), "0.3.0");
     let lib: Vec<u32> = zvmm::version().split('.').map(|s| s.parse().unwrap()).collect();
     assert_eq!(lib.len(), 3, "{}", zvmm::version());
     assert_eq!(lib[0], zvmm::sys::ZVMM_VERSION_MAJOR);
