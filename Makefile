@@ -224,6 +224,7 @@ install: all
 	install -m 0644 $(O)/libzvmm/zvmm.pc $(DESTDIR)$(PKGCONFIGDIR)/
 	install -m 0644 configs/*.conf $(DESTDIR)$(DATADIR)/zvmm/
 	install -m 0644 docs/stats.schema.json $(DESTDIR)$(DATADIR)/zvmm/
+	install -m 0644 $(GUEST_ELF) $(DESTDIR)$(DATADIR)/zvmm/touch.elf
 	install -m 0644 dist/udev/70-zvmm-userfaultfd.rules \
 		$(DESTDIR)$(DATADIR)/zvmm/udev/
 	install -m 0644 man/zvmm.1 $(DESTDIR)$(MANDIR)/man1/
@@ -253,7 +254,8 @@ uninstall:
 		$(addprefix $(DESTDIR)$(MANDIR)/man3/,$(addsuffix .3,$(API_FUNCS)))
 	rm -f $(addprefix $(DESTDIR)$(DATADIR)/zvmm/,$(notdir $(wildcard configs/*.conf)))
 	rm -f $(DESTDIR)$(DATADIR)/zvmm/udev/70-zvmm-userfaultfd.rules \
-		$(DESTDIR)$(DATADIR)/zvmm/stats.schema.json
+		$(DESTDIR)$(DATADIR)/zvmm/stats.schema.json \
+		$(DESTDIR)$(DATADIR)/zvmm/touch.elf
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/zvmm $(DESTDIR)$(DATADIR)/zvmm/udev \
 		$(DESTDIR)$(DATADIR)/zvmm 2>/dev/null
 
