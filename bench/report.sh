@@ -523,6 +523,20 @@ if [ -s "$DIR/newuser.md" ]; then
 		cat "$DIR/newuser.md"
 	} >>"$DIR/report.md"
 fi
+# QEMU through zvmm exec against its own preallocation (bench/exec.sh).
+if [ -s "$DIR/exec.md" ]; then
+	{
+		printf '\n## QEMU on zvmm'"'"'s memory: zvmm exec\n\n'
+		printf 'Unmodified QEMU on 8 GiB, the same page size and guest, four ways in\n'
+		printf 'the same run: through `zvmm exec` on a pool whose state record the\n'
+		printf 'previous launch wrote, and on a zvmmd lease of one chunk; alone with\n'
+		printf 'prealloc=on; alone with neither (the kernel zeroes at first touch).\n'
+		printf 'Ready is exec to the guest'"'"'s first serial line, touch to its report\n'
+		printf '(bench/exec.sh, zvmm(1) exec).\n\n```\n'
+		cat "$DIR/exec.md"
+		printf '```\n'
+	} >>"$DIR/report.md"
+fi
 # The launch storm (bench/storm.sh): zvmmd against warm pools and QEMU.
 if [ -s "$DIR/storm.md" ]; then
 	{

@@ -155,8 +155,10 @@ static const char *check_chunk(const struct zvmmd_lease *l, unsigned int i,
 		return "is not a hugetlbfs file of the lease's page size";
 	if ((uint64_t)st.st_size != e->bytes)
 		return "is not as long as the lease says";
-	if (st.st_uid != owner || (st.st_mode & 077))
-		return "is not the daemon's alone (owner, or mode past 0600)";
+	/* zvmmd gives a member's lease to the member's uid (zvmmd(8)). */
+	if ((st.st_uid != owner && st.st_uid != geteuid()) ||
+	    (st.st_mode & 077))
+		return "is not the daemon's and this user's alone (owner, or mode past 0600)";
 	fl = fcntl(l->fd[i], F_GETFL);
 	if (fl < 0 || (fl & O_ACCMODE) != O_RDWR)
 		return "is not open for reading and writing";

@@ -5,10 +5,12 @@
  * gives its chunks to the quarantine (quarantine.c), which retires them.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "../lib/clock.h"
 #include "../lib/log.h"
@@ -91,8 +93,52 @@ static void lease_put_back(struct pool *p, struct lease *l)
 	l->chunks = NULL;
 }
 
+/* A lease that never reached its client, none of it fit to lease again. */
+static void lease_retire(struct pool *p, struct lease *l)
+{
+	struct chunk *c, *next;
+
+	for (c = l->chunks; c; c = next) {
+		next = c->next;
+		p->leased_bytes -= c->bytes;
+		chunk_retire(p, c);
+	}
+	l->chunks = NULL;
+}
+
+/*
+ * A member's chunks are its uid's for the lease (mode 0600 kept): a VMM
+ * that opens a path to them, as QEMU opens mem-path=/proc/self/fd/N,
+ * reopens the file under its owner and mode, and root's 0600 would
+ * shut out the lessee it was leased to. No one else gains anything:
+ * the mount is 0700 root's, in zvmmd's own mount namespace, so no path
+ * reaches a chunk, and /proc/PID/fd of the lessee is the lessee's. A
+ * returned chunk is retired, never leased again, whoever owns it. @uid
+ * 0 gives a lease that was not sent back to root before its chunks go
+ * back to the stock. Needs CAP_CHOWN.
+ */
+static int lease_give(struct lease *l, uid_t uid)
+{
+	for (struct chunk *c = l->chunks; c; c = c->next)
+		if (fchownat(c->fd, "", uid, (gid_t)-1, AT_EMPTY_PATH))
+			return -errno;
+	return 0;
+}
+
 static void lease_undo(struct zvmmd *d, struct lease *l)
 {
+	int ret = lease_give(l, 0);
+
+	/* One root cannot take back stays out of the stock. */
+	if (ret) {
+		pr_warn("lease %u: cannot give its chunks back to root: %s; they are retired",
+			l->id, strerror(-ret));
+		pthread_mutex_lock(&d->lock);
+		lease_retire(l->pool, l);
+		pthread_mutex_unlock(&d->lock);
+		free(l);
+		return;
+	}
 	pthread_mutex_lock(&d->lock);
 	lease_put_back(l->pool, l);
 	pthread_mutex_unlock(&d->lock);
@@ -383,6 +429,15 @@ static int lease_grant(struct zvmmd *d, struct client *cl, struct pool *p,
 			 __ATOMIC_RELAXED);
 	filler_poke(d);
 	pthread_mutex_unlock(&d->lock);
+	ret = cl->uid ? lease_give(l, cl->uid) : 0;
+	if (ret) {
+		pr_warn("lease %u to pid %d: cannot give its chunks to uid %u: %s",
+			l->id, (int)cl->pid, (unsigned int)cl->uid,
+			strerror(-ret));
+		lease_undo(d, l);
+		return send_error(cl->fd, -ret,
+				  "zvmmd cannot give the chunks to your uid");
+	}
 	ret = send_lease(cl->fd, l);
 	if (ret) {
 		pr_warn("lease %u to pid %d: cannot send it: %s", l->id,

@@ -151,8 +151,33 @@ static void drain(int fd, struct test_run *r)
 	r->out[r->out_len] = '\0';
 }
 
+/* As root; as uid 65534 with no group; with root's group (a member). */
+enum spawn_as { AS_ROOT, AS_USER, AS_MEMBER };
+
+static int spawn_as(const char *const *argv, enum spawn_as who,
+		    struct test_proc *p);
+
 int test_spawn_zvmm(const char *const *argv, bool as_user, struct test_proc *p)
 {
+	return spawn_as(argv, as_user ? AS_USER : AS_ROOT, p);
+}
+
+int test_run_zvmm_member(const char *const *argv, struct test_run *r)
+{
+	struct test_proc p;
+	int ret;
+
+	r->out_len = 0;
+	r->out[0] = '\0';
+	ret = spawn_as(argv, AS_MEMBER, &p);
+	return ret ? ret : test_finish_zvmm(&p, r);
+}
+
+static int spawn_as(const char *const *argv, enum spawn_as who,
+		    struct test_proc *p)
+{
+	const gid_t member_groups[] = { 0 };
+	bool as_user = who != AS_ROOT;
 	const char *args[64];
 	int pfd[2], n = 0;
 
@@ -187,7 +212,8 @@ int test_spawn_zvmm(const char *const *argv, bool as_user, struct test_proc *p)
 		dup2(pfd[1], 2);
 		/* Root's supplementary groups go too: a user has none of them. */
 		if (as_user &&
-		    (setgroups(0, NULL) || setgid(65534) || setuid(65534)))
+		    (setgroups(who == AS_MEMBER ? 1 : 0, member_groups) ||
+		     setgid(65534) || setuid(65534)))
 			_exit(125);
 		execv(args[0], (char *const *)args);
 		_exit(126);

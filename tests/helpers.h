@@ -64,6 +64,12 @@ struct test_run {
  */
 int test_run_zvmm(const char *const *argv, bool as_user, struct test_run *r);
 
+/*
+ * The same as uid and gid 65534 with root's group as its one
+ * supplementary group: a member of a test zvmmd's [service] group root.
+ */
+int test_run_zvmm_member(const char *const *argv, struct test_run *r);
+
 /* A zvmm running in the background, its stdout and stderr on @fd. */
 struct test_proc {
 	pid_t pid;

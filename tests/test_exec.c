@@ -289,7 +289,7 @@ Test(exec, a_process_left_holding_the_memory_gets_no_record, .init = setup_pool)
 				"exec", "--mem", "64M", "--pool", pool, "--set",
 				"pool.on_exit=scrub", "--json", "-", "--", "sh",
 				"-c",
-				"(touch $0; while [ -e $0 ]; do sleep 0.05; done) >/dev/null 2>&1 & exit 0",
+				"(touch $0; i=0; while [ -e $0 ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done) >/dev/null 2>&1 & exit 0",
 				hold, NULL },
 			false, &r),
 		0);
@@ -427,4 +427,40 @@ Test(exec, a_zvmmd_lease_boots_clean_and_goes_back, .init = setup_pool)
 	cr_assert(strstr(r.out, "\"leased_bytes\":0,") ||
 			  strstr(r.out, "\"leased_bytes\": 0,"),
 		  "%s", r.out);
+}
+
+/*
+ * As a member of zvmmd's group (uid 65534): QEMU reopens mem-path under
+ * the chunk's owner and mode, and zvmmd gave the chunk to the member's
+ * uid for the lease, so QEMU opens it; the guest reads zero.
+ */
+Test(exec, a_member_runs_qemu_on_its_lease, .init = setup_pool)
+{
+	char conf[128], sock[128], text[512], guest[128];
+	const char *argv[QEMU_MAX];
+
+	test_need_root("zvmmd mounts hugetlbfs, and the test drops to a user");
+	if (access(test_zvmmd_bin(), X_OK))
+		test_skip(TEST_NEED_TOOL, "no %s (make)", test_zvmmd_bin());
+	snprintf(conf, sizeof(conf), "%s/zvmmd.conf", tmp);
+	snprintf(sock, sizeof(sock), "%s/zvmmd.sock", tmp);
+	snprintf(text, sizeof(text),
+		 "[service]\nsocket = %s\ndir = %s/chunks\ngroup = root\n"
+		 "[pages.2M]\nchunk = 64M\nlow = 64M\nhigh = 64M\nmax = 128M\n",
+		 sock, tmp);
+	test_write_text(conf, text);
+	test_zvmmd_start(conf, sock, tmp, 60, &zvmmd_pid);
+	/* The user reaches the socket and a copy of the guest. */
+	cr_assert_eq(chmod(tmp, 0711), 0);
+	cr_assert_eq(chmod(sock, 0666), 0);
+	snprintf(guest, sizeof(guest), "%s/touch.elf", tmp);
+	cr_assert_eq(test_copy_file(elf, guest, 0644), 0);
+	snprintf(elf, sizeof(elf), "%s", guest);
+	qemu_argv(argv,
+		  (const char *[]){ "--pool-service", "--socket", sock, NULL },
+		  "probe=9 mark=16 verify=8", false);
+	cr_assert_eq(test_run_zvmm_member(argv, &r), 0);
+	cr_assert_eq(r.status, GUEST(0), "status %d: %s", r.status, r.out);
+	cr_assert(strstr(r.out, "ZVMM-REPORT"), "%s", r.out);
+	cr_assert_gt(guest_field("verified_bytes"), 0, "%s", r.out);
 }

@@ -231,7 +231,28 @@ Test(service_client, a_chunk_others_can_reach_is_refused)
 	one(&f, chunk(4 * SZ_1M, true, MFD_HUGETLB, 0644), 4 * SZ_1M,
 	    ZVMMD_CHUNK_ZERO);
 	cr_assert_eq(lease_from(&f, err, sizeof(err)), -EPROTO);
-	cr_assert(strstr(err, "not the daemon's alone"), "%s", err);
+	cr_assert(strstr(err, "not the daemon's and this user's alone"), "%s",
+		  err);
+}
+
+/*
+ * zvmmd gives a member's lease to the member's uid: a chunk of a third
+ * uid (neither the listener's nor this process's) is refused.
+ */
+Test(service_client, a_chunk_of_a_third_uid_is_refused)
+{
+	struct fake f;
+	char err[512];
+	int fd;
+
+	if (geteuid())
+		test_skip(TEST_NEED_ROOT, "a file of another uid is made by root");
+	fd = chunk(4 * SZ_1M, true, MFD_HUGETLB, 0600);
+	cr_assert_eq(fchown(fd, 65534, (gid_t)-1), 0);
+	one(&f, fd, 4 * SZ_1M, ZVMMD_CHUNK_ZERO);
+	cr_assert_eq(lease_from(&f, err, sizeof(err)), -EPROTO);
+	cr_assert(strstr(err, "not the daemon's and this user's alone"), "%s",
+		  err);
 }
 
 Test(service_client, a_chunk_of_another_length_is_refused)

@@ -26,7 +26,7 @@
  * unit say why each is there.
  */
 static const char *const hardening[] = {
-	"CapabilityBoundingSet=CAP_SYS_ADMIN CAP_SYS_PTRACE CAP_DAC_READ_SEARCH",
+	"CapabilityBoundingSet=CAP_SYS_ADMIN CAP_SYS_PTRACE CAP_DAC_READ_SEARCH CAP_CHOWN",
 	"AmbientCapabilities=",
 	"NoNewPrivileges=yes",
 	"ProtectSystem=strict",
