@@ -32,28 +32,31 @@
 
 /*
  * zvmm_mem_check, zvmm_backends and zvmm_guest_open take structs that
- * grew reserved space in 0.2. Their definitions here are named *_0_2 and
- * exported as the default version, name@@ZVMM_0.2, which is also what a
- * static link or the zvmm binary resolves the plain name to; 0.1's stay
- * under name@ZVMM_0 ("0.1 ABI", at the end). No definition has the plain
- * name: the version script would give it ZVMM_0.
+ * grew reserved space in 0.2, and struct zvmm_mem took a source kind and
+ * service_path from it in 0.3. Their definitions here are named by the
+ * release whose struct they read (*_0_3 for zvmm_mem's two, *_0_2 for
+ * zvmm_backends) and exported as the default version, name@@ZVMM_0.3 or
+ * @@ZVMM_0.2, which is also what a static link or the zvmm binary
+ * resolves the plain name to; older ones stay under their own nodes
+ * ("Older ABIs", at the end). No definition has the plain name: the
+ * version script would give it ZVMM_0.
  */
 #ifdef ZVMM_NO_SYMVER
 /*
  * libzvmm.a's copy: no versions, whose nodes a shared object linking the
  * archive would not have (every linker refuses it), just the names.
  */
-#define zvmm_mem_check_0_2 zvmm_mem_check
+#define zvmm_mem_check_0_3 zvmm_mem_check
 #define zvmm_backends_0_2 zvmm_backends
-#define zvmm_guest_open_0_2 zvmm_guest_open
+#define zvmm_guest_open_0_3 zvmm_guest_open
 #define ZVMM_VERSIONED(sym) ZVMM_API
 #else
 #define ZVMM_VERSIONED(sym) ZVMM_API __attribute__((symver(sym)))
 #endif
 
-int zvmm_mem_check_0_2(const struct zvmm_mem *mem);
+int zvmm_mem_check_0_3(const struct zvmm_mem *mem);
 unsigned int zvmm_backends_0_2(struct zvmm_backend_info *out, unsigned int max);
-int zvmm_guest_open_0_2(const struct zvmm_mem *mem,
+int zvmm_guest_open_0_3(const struct zvmm_mem *mem,
 			const struct zvmm_policy *pol, struct zvmm_guest **out);
 
 struct zvmm_policy {
@@ -278,46 +281,101 @@ void zvmm_policy_free(struct zvmm_policy *p)
 
 /* ------------------------------------------------------------- memory */
 
-static int mem_opts(const struct zvmm_mem *mem, struct zero_mem_opts *o)
+static const char *const source_names[] = { "auto", "private", "pool", "fd",
+					    "service" };
+
+/* The kind the one field set names (ZVMM_SOURCE_AUTO); 0 when two are. */
+static uint32_t source_of(const struct zvmm_mem *mem)
 {
+	unsigned int set =
+		!!mem->pool_path + (mem->fd >= 0) +
+		(mem->service_path || (mem->flags & ZVMM_MEM_SERVICE));
+
+	if (set > 1)
+		return 0;
+	if (mem->service_path || (mem->flags & ZVMM_MEM_SERVICE))
+		return ZVMM_SOURCE_SERVICE;
+	if (mem->fd >= 0)
+		return ZVMM_SOURCE_FD;
+	return mem->pool_path ? ZVMM_SOURCE_POOL : ZVMM_SOURCE_PRIVATE;
+}
+
+/*
+ * 0.3's struct: one source kind, each field meaning one thing (pool_path
+ * a pool file, fd the caller's file, service_path zvmmd's socket), the
+ * kind given or (ZVMM_SOURCE_AUTO) the one field set.
+ */
+static int mem_opts(const struct zvmm_mem *in, struct zero_mem_opts *o)
+{
+	const struct zvmm_mem *mem = in;
+	struct zvmm_mem legacy;
 	uint64_t unknown = 0;
+	uint32_t kind;
 
 	if (!mem)
 		return -EINVAL;
+	/*
+	 * 0.2's way, kept for programs written for it (the contract is only
+	 * extended): ZVMM_MEM_SERVICE with pool_path naming the socket.
+	 */
+	if ((mem->flags & ZVMM_MEM_SERVICE) && mem->pool_path &&
+	    !mem->service_path &&
+	    (!mem->source || mem->source == ZVMM_SOURCE_SERVICE)) {
+		legacy = *mem;
+		legacy.service_path = legacy.pool_path;
+		legacy.pool_path = NULL;
+		mem = &legacy;
+	}
 	for (size_t i = 0; i < sizeof(mem->reserved) / sizeof(mem->reserved[0]);
 	     i++)
 		unknown |= mem->reserved[i];
-	if ((mem->flags & ~ZVMM_MEM_SERVICE) || unknown) {
-		pr_err("struct zvmm_mem has flags 0x%x or reserved words this libzvmm (%s) does not know: start it with zvmm_mem_init(), or run the newer libzvmm the program was built for",
-		       mem->flags, ZVMM_VERSION);
+	if ((mem->flags & ~ZVMM_MEM_SERVICE) || unknown || mem->reserved32 ||
+	    mem->source > ZVMM_SOURCE_SERVICE) {
+		pr_err("struct zvmm_mem has flags 0x%x, source %u or reserved words this libzvmm (%s) does not know: start it with zvmm_mem_init(), or run the newer libzvmm the program was built for",
+		       mem->flags, mem->source, ZVMM_VERSION);
 		return -EINVAL;
 	}
-	if (mem->pool_path && mem->fd >= 0) {
-		pr_err("guest memory is a pool file or a caller's fd, not both");
+	kind = source_of(mem);
+	if (!kind) {
+		pr_err("guest memory is one of a pool file (mem.pool_path), a caller's fd (mem.fd) or a zvmmd lease (mem.service_path, ZVMM_MEM_SERVICE): more than one is set");
 		return -EINVAL;
 	}
-	if ((mem->flags & ZVMM_MEM_SERVICE) && mem->fd >= 0) {
-		pr_err("guest memory is leased from zvmmd (ZVMM_MEM_SERVICE) or a caller's fd, not both");
+	/* A kind given must be the one its fields say. */
+	if (mem->source && mem->source != kind &&
+	    !(mem->source == ZVMM_SOURCE_SERVICE &&
+	      kind == ZVMM_SOURCE_PRIVATE)) {
+		pr_err("mem.source = %s, but the fields set say %s: set only %s",
+		       source_names[mem->source], source_names[kind],
+		       mem->source == ZVMM_SOURCE_POOL ?
+			       "mem.pool_path" :
+		       mem->source == ZVMM_SOURCE_FD ?
+			       "mem.fd" :
+			       "mem.bytes and mem.page_bytes (mem.fd -1)");
 		return -EINVAL;
 	}
-	if (mem->flags & ZVMM_MEM_SERVICE) {
-		*o = (struct zero_mem_opts){ .bytes = mem->bytes,
-					     .page_bytes = mem->page_bytes,
-					     .service = true,
-					     .service_path = mem->pool_path };
-		return 0;
-	}
+	if (mem->source == ZVMM_SOURCE_SERVICE)
+		kind = ZVMM_SOURCE_SERVICE;
 	*o = (struct zero_mem_opts){ .bytes = mem->bytes,
-				     .page_bytes = mem->page_bytes,
-				     .pool_path = mem->pool_path,
-				     .has_fd = mem->fd >= 0,
-				     .fd = mem->fd };
+				     .page_bytes = mem->page_bytes };
+	switch (kind) {
+	case ZVMM_SOURCE_SERVICE:
+		o->service = true;
+		o->service_path = mem->service_path;
+		break;
+	case ZVMM_SOURCE_FD:
+		o->has_fd = true;
+		o->fd = mem->fd;
+		break;
+	case ZVMM_SOURCE_POOL:
+		o->pool_path = mem->pool_path;
+		break;
+	}
 	return 0;
 }
 
-/* The default version; 0.1's is zvmm_mem_check_0_1(). */
-ZVMM_VERSIONED("zvmm_mem_check@@ZVMM_0.2")
-int zvmm_mem_check_0_2(const struct zvmm_mem *mem)
+/* The default version; 0.1's and 0.2's are at the end. */
+ZVMM_VERSIONED("zvmm_mem_check@@ZVMM_0.3")
+int zvmm_mem_check_0_3(const struct zvmm_mem *mem)
 {
 	struct zero_mem_opts o;
 	char err[512] = "";
@@ -508,8 +566,8 @@ void zvmm_calibration_free(struct zvmm_calibration *c)
 
 /* -------------------------------------------------------------- guest */
 
-ZVMM_VERSIONED("zvmm_guest_open@@ZVMM_0.2")
-int zvmm_guest_open_0_2(const struct zvmm_mem *mem,
+ZVMM_VERSIONED("zvmm_guest_open@@ZVMM_0.3")
+int zvmm_guest_open_0_3(const struct zvmm_mem *mem,
 			const struct zvmm_policy *pol, struct zvmm_guest **out)
 {
 	struct zero_guest_cfg cfg = { .pol = pol ? &pol->pol : NULL,
@@ -1008,14 +1066,62 @@ void zvmm_guest_close(struct zvmm_guest *v)
 }
 
 #ifndef ZVMM_NO_SYMVER
-/* ------------------------------------------------------------ 0.1 ABI */
+/* -------------------------------------------------------- Older ABIs */
+
+/*
+ * Programs built against 0.2 pass struct zvmm_mem as 0.2 read it:
+ * ZVMM_MEM_SERVICE said the memory is leased from zvmmd, and pool_path
+ * then named zvmmd's socket; what 0.3 calls source, reserved32 and
+ * service_path were reserved words, zero. Their calls bind to these
+ * (ZVMM_0.2), which read it so and pass it on as 0.3's.
+ */
+int zvmm_mem_check_0_2(const struct zvmm_mem *mem);
+int zvmm_guest_open_0_2(const struct zvmm_mem *mem,
+			const struct zvmm_policy *pol, struct zvmm_guest **out);
+
+static int mem_from_0_2(const struct zvmm_mem *old, struct zvmm_mem *m)
+{
+	if (!old)
+		return -EINVAL;
+	*m = *old;
+	/* Words 0.2 reserved: what a 0.2 program set there it did not know. */
+	if (m->source || m->reserved32 || m->service_path) {
+		pr_err("struct zvmm_mem has reserved words set that this call (ZVMM_0.2) does not know: start it with zvmm_mem_init()");
+		return -EINVAL;
+	}
+	if (m->flags & ZVMM_MEM_SERVICE) {
+		m->source = ZVMM_SOURCE_SERVICE;
+		m->service_path = m->pool_path;
+		m->pool_path = NULL;
+		m->flags &= ~ZVMM_MEM_SERVICE;
+	}
+	return 0;
+}
+
+ZVMM_VERSIONED("zvmm_mem_check@ZVMM_0.2")
+int zvmm_mem_check_0_2(const struct zvmm_mem *mem)
+{
+	struct zvmm_mem m;
+	int ret = mem_from_0_2(mem, &m);
+
+	return ret ? ret : zvmm_mem_check_0_3(&m);
+}
+
+ZVMM_VERSIONED("zvmm_guest_open@ZVMM_0.2")
+int zvmm_guest_open_0_2(const struct zvmm_mem *mem,
+			const struct zvmm_policy *pol, struct zvmm_guest **out)
+{
+	struct zvmm_mem m;
+	int ret = mem_from_0_2(mem, &m);
+
+	return ret ? ret : zvmm_guest_open_0_3(&m, pol, out);
+}
 
 /*
  * Programs built against 0.1 pass the structs as they were then, without
  * flags or reserved space: their calls bind to these (symbol version
- * ZVMM_0), which copy them into today's structs. A program built now
- * binds to the functions above (ZVMM_0.2). abi/libzvmm-0.1.0.abi is the
- * ABI these keep; `make abi-check` compares.
+ * ZVMM_0), which copy them into today's structs. abi/libzvmm-0.1.0.abi
+ * and -0.2.0.abi are the ABIs these keep; `make abi-check` compares.
  */
 struct zvmm_mem_0_1 {
 	uint64_t bytes;
@@ -1052,7 +1158,7 @@ int zvmm_mem_check_0_1(const struct zvmm_mem_0_1 *mem)
 	if (!mem)
 		return -EINVAL;
 	mem_from_0_1(mem, &m);
-	return zvmm_mem_check_0_2(&m);
+	return zvmm_mem_check_0_3(&m);
 }
 
 ZVMM_VERSIONED("zvmm_guest_open@ZVMM_0")
@@ -1064,7 +1170,7 @@ int zvmm_guest_open_0_1(const struct zvmm_mem_0_1 *mem,
 	if (!mem)
 		return -EINVAL;
 	mem_from_0_1(mem, &m);
-	return zvmm_guest_open_0_2(&m, pol, out);
+	return zvmm_guest_open_0_3(&m, pol, out);
 }
 
 ZVMM_VERSIONED("zvmm_backends@ZVMM_0")

@@ -24,7 +24,7 @@
  * refused as some container runtimes do). --mark-calls: before each
  * library call, a write(-1, "@zvmm_call") that strace(1) shows, so
  * tools/syscalls.py can tell which call made which system call.
- * --socket: the memory is leased from zvmmd at PATH (ZVMM_MEM_SERVICE).
+ * --socket: the memory is leased from zvmmd at PATH (ZVMM_SOURCE_SERVICE).
  *
  * Exit status: 0 every tenant ran and read only zero, 1 a library
  * error, 10 a tenant read a non-zero word, 12 marks of its own were
@@ -322,9 +322,10 @@ static int tenant(const char *mode, bool thread, const char *on_exit)
 	int ret;
 
 	if (o.socket) {
-		mem.pool_path = o.socket;
-		mem.flags |= ZVMM_MEM_SERVICE;
+		mem.source = ZVMM_SOURCE_SERVICE;
+		mem.service_path = o.socket;
 	} else {
+		mem.source = ZVMM_SOURCE_POOL;
 		mem.pool_path = o.pool;
 	}
 	ret = CALL(zvmm_mem_check, &mem);

@@ -508,8 +508,69 @@ Test(api, programs_built_against_0_1_keep_working, .init = setup,
 	cr_assert_eq(zvmm_mem_check(&mem), -EINVAL);
 	cr_assert(strstr(logged, "zvmm_mem_init()"), "log: %s", logged);
 	mem.flags = 0;
-	mem.reserved[5] = 1;
+	mem.reserved[3] = 1;
 	cr_assert_eq(zvmm_guest_open(&mem, NULL, &g), -EINVAL);
+}
+
+/*
+ * 0.3's memory source: one kind, each field meaning one thing. A kind
+ * whose fields say another, two fields set, a kind this library does not
+ * know: -EINVAL before anything is taken. A lease from a socket no zvmmd
+ * listens on is tried, 0.3's way (service_path) and 0.2's (pool_path
+ * with ZVMM_MEM_SERVICE), and says so (-ENOENT); 0.2's call keeps 0.2's
+ * reading and refuses the words 0.2 reserved.
+ */
+Test(api, one_memory_source_each_field_one_meaning, .init = setup,
+     .fini = teardown)
+{
+	const char *path = getenv("ZVMM_LIB");
+	int (*check02)(const struct zvmm_mem *);
+	struct zvmm_mem mem;
+	struct zvmm_guest *g = NULL;
+	void *h;
+
+	zvmm_mem_init(&mem, POOL_BYTES, ZVMM_PAGE_2M);
+	cr_assert_eq(mem.source, ZVMM_SOURCE_AUTO);
+	cr_assert_null(mem.service_path);
+	mem.source = ZVMM_SOURCE_POOL; /* and no pool_path */
+	cr_assert_eq(zvmm_mem_check(&mem), -EINVAL);
+	cr_assert(strstr(logged, "mem.source = pool"), "log: %s", logged);
+	mem.source = ZVMM_SOURCE_FD;
+	mem.pool_path = "/nonexistent/pool";
+	cr_assert_eq(zvmm_guest_open(&mem, NULL, &g), -EINVAL);
+	cr_assert_null(g);
+	mem.source = ZVMM_SOURCE_AUTO;
+	mem.service_path = "/nonexistent/zvmmd.sock";
+	cr_assert_eq(zvmm_mem_check(&mem), -EINVAL);
+	cr_assert(strstr(logged, "more than one"), "log: %s", logged);
+	mem.pool_path = NULL;
+	mem.source = 99;
+	cr_assert_eq(zvmm_mem_check(&mem), -EINVAL);
+	/* A lease, 0.3's way: tried, and no zvmmd listens there. */
+	mem.source = ZVMM_SOURCE_SERVICE;
+	cr_assert_eq(zvmm_guest_open(&mem, NULL, &g), -ENOENT);
+	cr_assert(strstr(logged, "/nonexistent/zvmmd.sock"), "log: %s", logged);
+	/* 0.2's way, kept: ZVMM_MEM_SERVICE reads pool_path as the socket. */
+	zvmm_mem_init(&mem, POOL_BYTES, ZVMM_PAGE_2M);
+	mem.flags = ZVMM_MEM_SERVICE;
+	mem.pool_path = "/nonexistent/old.sock";
+	logged[0] = '\0';
+	cr_assert_eq(zvmm_guest_open(&mem, NULL, &g), -ENOENT);
+	cr_assert(strstr(logged, "/nonexistent/old.sock"), "log: %s", logged);
+	if (!path)
+		test_skip(TEST_NEED_TOOL,
+			  "ZVMM_LIB (the built libzvmm.so) not set");
+	h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	cr_assert_not_null(h, "%s", dlerror());
+	check02 = (int (*)(const struct zvmm_mem *))dlvsym(h, "zvmm_mem_check",
+							   "ZVMM_0.2");
+	cr_assert_not_null(check02);
+	cr_assert_neq((void *)check02, dlvsym(h, "zvmm_mem_check", "ZVMM_0.3"));
+	/* What 0.2 reserved, set through its call: refused. */
+	zvmm_mem_init(&mem, POOL_BYTES, ZVMM_PAGE_2M);
+	mem.service_path = "/nonexistent/zvmmd.sock";
+	cr_assert_eq(check02(&mem), -EINVAL);
+	dlclose(h);
 }
 
 Test(api, backends_are_listed_with_what_runs_here)

@@ -18,11 +18,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../include/zvmm/zvmm.h"
 #include "../lib/size.h"
 #include "helpers.h"
 
@@ -463,4 +465,83 @@ Test(exec, a_member_runs_qemu_on_its_lease, .init = setup_pool)
 	cr_assert_eq(r.status, GUEST(0), "status %d: %s", r.status, r.out);
 	cr_assert(strstr(r.out, "ZVMM-REPORT"), "%s", r.out);
 	cr_assert_gt(guest_field("verified_bytes"), 0, "%s", r.out);
+}
+
+/*
+ * Only the access time a VMM's mapping moves is forgiven: a VMM that
+ * changes the pool's ctime (a chmod through its fd, as one that let
+ * another user in would) gets on_exit's scrub and no record.
+ */
+Test(exec, a_changed_ctime_gets_no_record, .init = setup_pool)
+{
+	cr_assert_eq(
+		test_run_zvmm((const char *[]){ "exec", "--mem", "64M",
+						"--pool", pool, "--set",
+						"pool.on_exit=scrub", "--json",
+						"-", "--", "sh", "-c",
+						"chmod 0600 {mem-path}", NULL },
+			      false, &r),
+		0);
+	cr_assert_eq(r.status, 0, "%s", r.out);
+	cr_assert(strstr(r.out, "\"on_exit\": \"scrub\""), "%s", r.out);
+	cr_assert(strstr(r.out, "\"record_written\": false"), "%s", r.out);
+	cr_assert(strstr(r.out, "times moved"), "%s", r.out);
+	/* A VMM that only maps it (QEMU) leaves a record. */
+	exec_qemu((const char *[]){ "--pool", pool, "--set",
+				    "pool.on_exit=scrub", "--json", "-", NULL },
+		  "stride=2M");
+	cr_assert_eq(r.status, GUEST(0), "%s", r.out);
+	cr_assert(json_true("record_written"), "%s", r.out);
+}
+
+/* A VMM's status reaches zvmm's caller even when SIGCHLD came ignored. */
+Test(exec, the_vmms_status_with_sigchld_ignored, .init = setup_pool)
+{
+	char cmd[512];
+	int st;
+
+	snprintf(
+		cmd, sizeof(cmd),
+		"trap '' CHLD; exec %s exec --mem 4M --quiet -- sh -c 'exit 7'",
+		test_zvmm_bin());
+	st = system(cmd);
+	cr_assert(WIFEXITED(st), "status %d", st);
+	cr_assert_eq(WEXITSTATUS(st), 7);
+}
+
+/*
+ * libzvmm: a caller's fd handed to another process. Its holders cannot
+ * be told from the caller's own, so on_exit changes nothing (keep),
+ * whatever the policy says.
+ */
+Test(exec, a_callers_fd_is_kept_as_it_is, .init = setup_pool)
+{
+	struct zvmm_mem mem;
+	struct zvmm_policy *pol;
+	struct zvmm_guest *g;
+	struct zvmm_stats st;
+	uint64_t offset;
+	int fd, gfd;
+
+	fd = memfd_create("exec-test", MFD_CLOEXEC | MFD_HUGETLB);
+	cr_assert_geq(fd, 0, "%s", strerror(errno));
+	cr_assert_eq(ftruncate(fd, 8 * SZ_2M), 0);
+	zvmm_mem_init(&mem, 8 * SZ_2M, ZVMM_PAGE_2M);
+	mem.source = ZVMM_SOURCE_FD;
+	mem.fd = fd;
+	cr_assert_eq(zvmm_policy_new(&pol), 0);
+	cr_assert_eq(zvmm_policy_set(pol, "zeroing.mode", "prezero"), 0);
+	cr_assert_eq(zvmm_policy_set(pol, "pool.on_exit", "scrub"), 0);
+	cr_assert_eq(zvmm_guest_open(&mem, pol, &g), 0);
+	cr_assert_eq(zvmm_guest_prepare(g, 0), 0);
+	cr_assert_eq(zvmm_guest_file(g, &gfd, &offset), 0);
+	cr_assert_geq(gfd, 0);
+	cr_assert_eq(offset, 0);
+	cr_assert_eq(zvmm_guest_handed_back(g), 0);
+	cr_assert_eq(zvmm_guest_exit(g), 0);
+	zvmm_guest_stats(g, &st);
+	cr_assert_str_eq(st.on_exit, "keep");
+	zvmm_guest_close(g);
+	zvmm_policy_free(pol);
+	close(fd);
 }

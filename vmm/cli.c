@@ -170,14 +170,15 @@ int cli_policy_mode(const char *mode, const char *file,
 int cli_mem_source(const struct cli_args *a, struct zvmm_mem *mem)
 {
 	zvmm_mem_init(mem, a->mem, a->page_bytes);
+	mem->source = a->pool ? ZVMM_SOURCE_POOL : ZVMM_SOURCE_PRIVATE;
 	mem->pool_path = a->pool;
 	if (a->given & CLI_POOL_SERVICE) {
 		if (a->pool || a->reserve) {
 			pr_err("--pool-service leases zvmmd's memory: no --pool or --reserve with it");
 			return -EINVAL;
 		}
-		mem->flags |= ZVMM_MEM_SERVICE;
-		mem->pool_path = a->socket;
+		mem->source = ZVMM_SOURCE_SERVICE;
+		mem->service_path = a->socket;
 	} else if (a->socket) {
 		pr_err("--socket names zvmmd's socket for --pool-service");
 		return -EINVAL;

@@ -11,10 +11,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <json-c/json.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,14 +78,19 @@ struct exec_state {
 	struct zvmm_mem mem;
 	struct zvmm_policy *pol;
 	struct zvmm_guest *g; /* read by the signal thread */
-	pid_t pid; /* the VMM, read by the signal thread; 0: none */
+	/* the VMM, for the signal thread; 0: none. Under pid_lock, so that
+	 * no signal goes to its pid once it is reaped (and maybe reused). */
+	pthread_mutex_t pid_lock;
+	pid_t pid;
 	pid_t vmm_pid; /* the VMM, for the reports */
 	unsigned int forwarded; /* signals passed to the VMM */
 	struct vmm_sigwatch w;
 	unsigned int sigs_at_end;
 	FILE *json;
 	int mem_fd; /* the VMM's number for the memory; closed once it runs */
+	int vmm_fd; /* that number, for the reports */
 	char **argv, **envp; /* the VMM's, substituted */
+	char e_path[80], e_fd[32], e_size[40]; /* envp's ZVMM_MEM_* */
 	int wstatus;
 	double t_opened, t_prepared, t_started, t_ended;
 	bool held; /* a process the VMM left still holds the memory */
@@ -93,14 +100,16 @@ static void on_signal(void *arg, int sig)
 {
 	struct exec_state *s = arg;
 	struct zvmm_guest *g;
-	pid_t pid = __atomic_load_n(&s->pid, __ATOMIC_SEQ_CST);
 
-	if (pid > 0) {
+	pthread_mutex_lock(&s->pid_lock);
+	if (s->pid > 0) {
 		/* The VMM decides what a signal means; zvmm waits for it. */
-		kill(pid, sig);
-		__atomic_add_fetch(&s->forwarded, 1, __ATOMIC_SEQ_CST);
+		kill(s->pid, sig);
+		s->forwarded++;
+		pthread_mutex_unlock(&s->pid_lock);
 		return;
 	}
+	pthread_mutex_unlock(&s->pid_lock);
 	g = __atomic_load_n(&s->g, __ATOMIC_SEQ_CST);
 	if (g)
 		zvmm_guest_cancel(g);
@@ -185,7 +194,7 @@ static bool is_ours(const char *env)
  */
 static int make_command(struct exec_state *s)
 {
-	char path[64], fd[16], size[24], e_path[80], e_fd[32], e_size[40];
+	char path[64], fd[16], size[24];
 	const char *const keys[][2] = { { "{mem-path}", path },
 					{ "{mem-fd}", fd },
 					{ "{mem-size}", size },
@@ -208,34 +217,25 @@ static int make_command(struct exec_state *s)
 	s->envp = calloc(n + 4, sizeof(*s->envp));
 	if (!s->envp)
 		return -ENOMEM;
-	snprintf(e_path, sizeof(e_path), "ZVMM_MEM_PATH=%s", path);
-	snprintf(e_fd, sizeof(e_fd), "ZVMM_MEM_FD=%s", fd);
-	snprintf(e_size, sizeof(e_size), "ZVMM_MEM_SIZE=%s", size);
+	snprintf(s->e_path, sizeof(s->e_path), "ZVMM_MEM_PATH=%s", path);
+	snprintf(s->e_fd, sizeof(s->e_fd), "ZVMM_MEM_FD=%s", fd);
+	snprintf(s->e_size, sizeof(s->e_size), "ZVMM_MEM_SIZE=%s", size);
 	n = 0;
 	for (i = 0; environ[i]; i++)
 		if (!is_ours(environ[i]))
 			s->envp[n++] = environ[i];
-	s->envp[n++] = strdup(e_path);
-	s->envp[n++] = strdup(e_fd);
-	s->envp[n++] = strdup(e_size);
-	return s->envp[n - 1] && s->envp[n - 2] && s->envp[n - 3] ? 0 : -ENOMEM;
+	s->envp[n++] = s->e_path;
+	s->envp[n++] = s->e_fd;
+	s->envp[n++] = s->e_size;
+	return 0;
 }
 
 static void free_command(struct exec_state *s)
 {
-	unsigned int n = 0;
-
 	for (unsigned int i = 0; s->argv && s->argv[i]; i++)
 		free(s->argv[i]);
 	free(s->argv);
-	if (s->envp) {
-		while (s->envp[n])
-			n++;
-		/* The last three are ours (strdup); the rest environ's. */
-		for (unsigned int i = n >= 3 ? n - 3 : 0; i < n; i++)
-			free(s->envp[i]);
-	}
-	free(s->envp);
+	free(s->envp); /* environ's strings and s's own */
 }
 
 /*
@@ -269,16 +269,19 @@ static int spawn(struct exec_state *s, const sigset_t *mask)
 		(void)!write(pfd[1], &err, sizeof(err));
 		_exit(err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
 	}
-	__atomic_store_n(&s->pid, pid, __ATOMIC_SEQ_CST);
 	close(pfd[1]);
 	n = read(pfd[0], &err, sizeof(err));
 	close(pfd[0]);
 	if (n == sizeof(err)) {
-		waitpid(pid, &s->wstatus, 0);
-		__atomic_store_n(&s->pid, 0, __ATOMIC_SEQ_CST);
+		while (waitpid(pid, &s->wstatus, 0) < 0 && errno == EINTR)
+			;
 		pr_err("cannot run %s: %s", s->argv[0], strerror(err));
 		return err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
 	}
+	pthread_mutex_lock(&s->pid_lock);
+	s->pid = pid;
+	s->vmm_pid = pid;
+	pthread_mutex_unlock(&s->pid_lock);
 	return 0;
 }
 
@@ -329,11 +332,11 @@ static int write_json(struct exec_state *s, const struct zvmm_stats *z)
 	mem = json_object_new_object();
 	json_object_object_add(
 		mem, "source",
-		json_object_new_string(s->mem.flags & ZVMM_MEM_SERVICE ?
-					       "service" :
-				       s->mem.pool_path ? "pool" :
-							  "private"));
-	json_object_object_add(mem, "fd", json_object_new_int(s->mem_fd));
+		json_object_new_string(
+			s->mem.source == ZVMM_SOURCE_SERVICE ? "service" :
+			s->mem.source == ZVMM_SOURCE_POOL    ? "pool" :
+							       "private"));
+	json_object_object_add(mem, "fd", json_object_new_int(s->vmm_fd));
 	json_object_object_add(mem, "bytes", json_object_new_uint64(z->bytes));
 	json_object_object_add(mem, "page_bytes",
 			       json_object_new_uint64(z->page_bytes));
@@ -400,7 +403,7 @@ static int vmm_file(struct exec_state *s, int fd)
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	nfd = open(proc, O_RDWR | O_CLOEXEC);
-	if (nfd < 0 && errno == EACCES && (s->mem.flags & ZVMM_MEM_SERVICE))
+	if (nfd < 0 && errno == EACCES && s->mem.source == ZVMM_SOURCE_SERVICE)
 		nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (nfd < 0)
 		return -errno;
@@ -413,6 +416,7 @@ static int vmm_file(struct exec_state *s, int fd)
 		nfd = high;
 	}
 	s->mem_fd = nfd;
+	s->vmm_fd = nfd;
 	return 0;
 }
 
@@ -474,26 +478,28 @@ static int exec_prepare(struct exec_state *s)
 			size_format(z.bytes, sa, sizeof(sa)),
 			size_label(z.page_bytes, sb, sizeof(sb)),
 			s->t_prepared - zvmm_start_time,
-			s->mem.pool_path && !(s->mem.flags & ZVMM_MEM_SERVICE) ?
-				"pool " :
-				"",
-			s->mem.flags & ZVMM_MEM_SERVICE ? "leased from zvmmd" :
-			s->mem.pool_path		? s->mem.pool_path :
-							  "private memfd",
+			s->mem.source == ZVMM_SOURCE_POOL ? "pool " : "",
+			s->mem.source == ZVMM_SOURCE_SERVICE ?
+				"leased from zvmmd" :
+			s->mem.source == ZVMM_SOURCE_POOL ? s->mem.pool_path :
+							    "private memfd",
 			z.record_clean ? ", its state record trusted" : "",
 			s->mem_fd, s->a.rest[0]);
 	return make_command(s);
 }
 
-/* After the VMM: on_exit, the summary, the report. */
-static int exec_finish(struct exec_state *s)
+/*
+ * on_exit once nothing the VMM started can still run: handed back (which
+ * keeps the memory as it is when a process still holds it), then exit.
+ */
+static int exec_on_exit(struct exec_state *s, bool vmm_ran)
 {
-	struct zvmm_stats z;
-	char sa[32];
-	int ret, status = vmm_status(s->wstatus);
+	int ret;
 
-	ret = zvmm_guest_handed_back(s->g);
-	s->held = ret == -EBUSY;
+	if (vmm_ran) {
+		ret = zvmm_guest_handed_back(s->g);
+		s->held = ret == -EBUSY;
+	}
 	(void)!zvmm_guest_stop(s->g);
 	zvmm_guest_rearm(s->g);
 	/* A signal once the VMM was gone cancels on_exit. */
@@ -502,8 +508,20 @@ static int exec_finish(struct exec_state *s)
 	if (zvmm_guest_exit(s->g) == -ECANCELED &&
 	    vmm_sigwatch_count(&s->w) != s->sigs_at_end) {
 		pr_err("interrupted during the pool's on_exit: no state record was written");
-		status = EXIT_INTERRUPTED;
+		return EXIT_INTERRUPTED;
 	}
+	return 0;
+}
+
+/* After the VMM: on_exit, the summary, the report. */
+static int exec_finish(struct exec_state *s)
+{
+	struct zvmm_stats z;
+	char sa[32];
+	int status = vmm_status(s->wstatus);
+
+	if (exec_on_exit(s, true))
+		status = EXIT_INTERRUPTED;
 	zvmm_guest_stats(s->g, &z);
 	if (!s->a.quiet) {
 		fprintf(stderr, "zvmm: %s (pid %d) %s %d after %.3f s",
@@ -529,25 +547,53 @@ static int exec_finish(struct exec_state *s)
 
 static int exec_run(struct exec_state *s, const sigset_t *mask)
 {
-	int ret;
+	int ret, sig;
+	pid_t got;
 
+	/*
+	 * The VMM runs as this user: not dumpable, so that it cannot
+	 * ptrace zvmm or take the library's own file description from it
+	 * (pidfd_getfd(2)), which the check at its exit could not see.
+	 */
+	prctl(PR_SET_DUMPABLE, 0);
 	s->t_started = clock_now();
 	ret = spawn(s, mask);
 	/* The VMM has its own copy; the library keeps the memory's file. */
 	close(s->mem_fd);
-	if (ret)
-		return ret;
-	s->vmm_pid = s->pid;
+	s->mem_fd = -1;
+	if (ret) {
+		s->sigs_at_end = vmm_sigwatch_count(&s->w);
+		/* Never run: on_exit as the policy says, nothing handed out. */
+		return exec_on_exit(s, false) ? EXIT_INTERRUPTED : ret;
+	}
 	zvmm_guest_start(s->g);
 	/* A signal between the prepare and the VMM's pid is passed on. */
-	if (vmm_sigwatch_seen(&s->w) && !s->forwarded)
-		kill(s->pid, vmm_sigwatch_seen(&s->w));
-	while (waitpid(s->pid, &s->wstatus, 0) < 0 && errno == EINTR)
+	sig = vmm_sigwatch_seen(&s->w);
+	pthread_mutex_lock(&s->pid_lock);
+	if (sig && !s->forwarded) {
+		kill(s->pid, sig);
+		s->forwarded++;
+	}
+	pthread_mutex_unlock(&s->pid_lock);
+	/* Exited, not yet reaped: its pid cannot be reused until then. */
+	while ((ret = waitid(P_PID, (id_t)s->vmm_pid, &(siginfo_t){ 0 },
+			     WEXITED | WNOWAIT)) < 0 &&
+	       errno == EINTR)
+		;
+	pthread_mutex_lock(&s->pid_lock);
+	s->pid = 0; /* from here a signal cancels on_exit instead */
+	pthread_mutex_unlock(&s->pid_lock);
+	while ((got = waitpid(s->vmm_pid, &s->wstatus, 0)) < 0 &&
+	       errno == EINTR)
 		;
 	s->t_ended = clock_now();
-	/* From here a signal cancels on_exit instead. */
-	__atomic_store_n(&s->pid, 0, __ATOMIC_SEQ_CST);
 	s->sigs_at_end = vmm_sigwatch_count(&s->w);
+	if (got != s->vmm_pid) {
+		pr_err("cannot learn how %s (pid %d) ended: %s", s->argv[0],
+		       (int)s->vmm_pid, strerror(errno));
+		exec_on_exit(s, true);
+		return -ECHILD;
+	}
 	return 0;
 }
 
@@ -559,6 +605,7 @@ int cmd_exec(int argc, char **argv)
 
 	if (!s)
 		return EXIT_OTHER;
+	pthread_mutex_init(&s->pid_lock, NULL);
 	s->mem_fd = -1;
 	s->w.on_signal = on_signal;
 	s->w.arg = s;
@@ -583,7 +630,12 @@ int cmd_exec(int argc, char **argv)
 		free(s);
 		return cli_exit_status(ret);
 	}
-	/* The child gets the mask zvmm had, not the one blocked here. */
+	/*
+	 * SIGCHLD as the kernel has it: ignored (inherited so), a VMM's
+	 * status would be lost to waitpid(2). The child gets the mask zvmm
+	 * had, not the one blocked here.
+	 */
+	signal(SIGCHLD, SIG_DFL);
 	pthread_sigmask(SIG_SETMASK, NULL, &mask);
 	vmm_sigwatch_block_hup();
 	ret = vmm_sigwatch_start(&s->w);
@@ -609,7 +661,7 @@ int cmd_exec(int argc, char **argv)
 		status = cli_exit_status(ret);
 	}
 	vmm_sigwatch_stop(&s->w);
-	if (s->mem_fd >= 0 && !s->vmm_pid && !s->t_started)
+	if (s->mem_fd >= 0)
 		close(s->mem_fd);
 	zvmm_guest_close(s->g);
 	zvmm_policy_free(s->pol);
@@ -619,6 +671,7 @@ int cmd_exec(int argc, char **argv)
 			unlink(s->a.json);
 	}
 	free_command(s);
+	pthread_mutex_destroy(&s->pid_lock);
 	free(s);
 	return status;
 }

@@ -40,16 +40,24 @@ static void *watch(void *arg)
 	return NULL;
 }
 
-/* SIGHUP too once vmm_sigwatch_block_hup() said so: one process, one set. */
+/*
+ * SIGHUP too once vmm_sigwatch_block_hup() said so, less the signals
+ * ignored then (nohup, a shell's background job): a blocked signal is
+ * queued even when ignored, and would be taken as if it were not. One
+ * process, one set.
+ */
 static bool with_hup;
+static sigset_t exec_set;
 
 static void watched(sigset_t *set)
 {
+	if (with_hup) {
+		*set = exec_set;
+		return;
+	}
 	sigemptyset(set);
 	sigaddset(set, SIGINT);
 	sigaddset(set, SIGTERM);
-	if (with_hup)
-		sigaddset(set, SIGHUP);
 }
 
 void vmm_sigwatch_block(void)
@@ -62,6 +70,13 @@ void vmm_sigwatch_block(void)
 
 void vmm_sigwatch_block_hup(void)
 {
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa;
+
+	sigemptyset(&exec_set);
+	for (unsigned int i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigaction(sigs[i], NULL, &sa) || sa.sa_handler != SIG_IGN)
+			sigaddset(&exec_set, sigs[i]);
 	with_hup = true;
 	vmm_sigwatch_block();
 }

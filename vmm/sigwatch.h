@@ -23,7 +23,10 @@ struct vmm_sigwatch {
 };
 
 void vmm_sigwatch_block(void);
-/* The same with SIGHUP as well, from now on (zvmm exec passes it on). */
+/*
+ * The same with SIGHUP as well, from now on (zvmm exec passes them on),
+ * each only if it is not ignored now (nohup, a background job).
+ */
 void vmm_sigwatch_block_hup(void);
 int vmm_sigwatch_start(struct vmm_sigwatch *w)
 	__attribute__((warn_unused_result));

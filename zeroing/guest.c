@@ -39,6 +39,7 @@ struct zero_guest {
 	bool record_clean, record_written;
 	uint64_t foreign_pages; /* allocated behind zvmm's back, found */
 	struct stat stamped; /* the pool, once this launch stamped it */
+	enum zero_on_exit on_exit_cfg; /* the policy's, before any keep */
 	const char *exit_action;
 	uint64_t exit_bytes;
 	double exit_seconds;
@@ -206,6 +207,7 @@ int zero_guest_open(const struct zero_guest_cfg *cfg, struct zero_guest **out,
 		return -ENOMEM;
 	}
 	g->pol = *cfg->pol;
+	g->on_exit_cfg = g->pol.on_exit;
 	g->quiet = cfg->quiet;
 	ret = zero_mem_create(&cfg->mem, &g->mem, err, len);
 	if (ret)
@@ -282,6 +284,7 @@ int zero_guest_handed_back(struct zero_guest *g, char *err, size_t len)
 	 * calls zero could hold what that process wrote.
 	 */
 	if (g->pol.mode != ZERO_MODE_PREZERO) {
+		g->pol.on_exit = ZERO_EXIT_KEEP;
 		snprintf(
 			err, len,
 			"memory handed to another process needs the prezero policy (zeroing.mode = prezero)");
@@ -289,45 +292,72 @@ int zero_guest_handed_back(struct zero_guest *g, char *err, size_t len)
 	}
 	/*
 	 * zvmmd finds who holds its chunks itself; a private memfd has no
-	 * on_exit and no record; a caller's fd is held by the caller too,
-	 * and no record vouches for it.
+	 * on_exit and no record.
 	 */
-	if (!m->pool || m->caller_fd)
+	if (!m->pool)
 		return 0;
-	ret = zero_mem_check_alone(m, err, len);
-	if (ret == -EBUSY) {
-		/*
-		 * A process still reaches the memory, and may be a guest
-		 * still running (a VMM that daemonized): on_exit would
-		 * change or drop bytes it wrote. Kept as they are; a pool is
-		 * not opened again while it is held, and no record vouches
-		 * for it, so the next launch scrubs it.
-		 */
+	/*
+	 * A caller's fd: the caller holds the file too, so a process the
+	 * VMM left holding it cannot be told from the caller. Nothing is
+	 * changed under what may be a guest still running; every open of a
+	 * caller's fd scrubs it anyway, and no record vouches for it.
+	 */
+	if (m->caller_fd) {
 		g->pol.on_exit = ZERO_EXIT_KEEP;
-		return ret;
+		return 0;
 	}
+	/*
+	 * Every error below leaves on_exit keep: a process still reaching
+	 * the memory may be a guest still running (a VMM that daemonized),
+	 * whose bytes on_exit would change. The pool is not opened again
+	 * while it is held, and without a record the next launch scrubs it.
+	 */
+	g->pol.on_exit = ZERO_EXIT_KEEP;
+	ret = zero_mem_check_alone(m, err, len);
 	if (ret)
 		return ret;
 	if (fstat(m->fd, &st))
 		return -errno;
 	if (st.st_size != g->stamped.st_size) {
-		g->pol.on_exit = ZERO_EXIT_KEEP;
 		snprintf(
 			err, len,
-			"pool %s changed size while it was handed out (%lld bytes, was %lld): kept as it is, no state record",
+			"pool %s changed size while it was handed out (%lld bytes, was %lld)",
 			m->path, (long long)st.st_size,
 			(long long)g->stamped.st_size);
 		return -ESTALE;
 	}
+	g->pol.on_exit = g->on_exit_cfg;
 	/*
-	 * Its mapping moved the file's atime (hugetlbfs' mmap(2) does), and
-	 * it may have moved mtime and ctime (fallocate(2)): all of it was
-	 * the guest's doing, as every page is someone's data from
-	 * zero_guest_exit() on. The times from now on are what
-	 * keep_record() holds any other process to.
+	 * Its mapping moved the file's atime (hugetlbfs' mmap(2) does): that
+	 * is forgiven, nothing else. A moved mtime or ctime (a chmod that
+	 * let another user in, a fallocate) keeps the stamp, and
+	 * keep_record() then writes no record.
 	 */
+	if (st.st_mtim.tv_sec != g->stamped.st_mtim.tv_sec ||
+	    st.st_mtim.tv_nsec != g->stamped.st_mtim.tv_nsec ||
+	    st.st_ctim.tv_sec != g->stamped.st_ctim.tv_sec ||
+	    st.st_ctim.tv_nsec != g->stamped.st_ctim.tv_nsec)
+		return 0;
+	/*
+	 * Stamped again, as at the open: atime before mtime, so that the
+	 * next mapping or read by anyone moves it (a second mapping would not
+	 * move an atime already past mtime, relatime), then alone again, as
+	 * take_record() does: a holder the stamp's atime would hide is seen.
+	 */
+	ret = zero_record_stamp(m);
+	if (!ret && fstat(m->fd, &st))
+		ret = -errno;
+	if (ret) {
+		snprintf(err, len, "cannot stamp pool %s: %s", m->path,
+			 strerror(-ret));
+		g->pol.on_exit = ZERO_EXIT_KEEP;
+		return ret;
+	}
 	g->stamped = st;
-	return 0;
+	ret = zero_mem_check_alone(m, err, len);
+	if (ret)
+		g->pol.on_exit = ZERO_EXIT_KEEP;
+	return ret;
 }
 
 /*

@@ -154,11 +154,12 @@ int main(int argc, char **argv)
 				usage();
 			break;
 		case 's':
-			mem.pool_path = optarg;
-			mem.flags = ZVMM_MEM_SERVICE;
+			mem.source = ZVMM_SOURCE_SERVICE;
+			mem.service_path = optarg;
 			ways++;
 			break;
 		case 'p':
+			mem.source = ZVMM_SOURCE_POOL;
 			mem.pool_path = optarg;
 			ways++;
 			break;

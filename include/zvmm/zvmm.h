@@ -142,35 +142,56 @@ ZVMM_API void zvmm_policy_free(struct zvmm_policy *p);
 #define ZVMM_PAGE_1G (1ULL << 30)
 
 /*
- * Guest memory, one of three kinds:
- *  - pool_path NULL and fd -1: an anonymous hugetlb memfd the library
- *    makes, fresh, gone at close;
- *  - pool_path: a file on a hugetlbfs mount of page_bytes pages, created
- *    when missing, kept warm between launches (see [pool] in
- *    zvmm.conf(5));
- *  - fd: a hugetlb file the caller opened (on hugetlbfs, or a memfd made
- *    with MFD_HUGETLB), treated as a pool: any page it holds is someone
- *    else's data until made zero, at every open (no state record vouches
- *    for a file the caller can write between launches). The library
- *    duplicates the fd; the caller keeps and closes its own.
- * A pool is locked (flock(2)) while open: a second open fails -EBUSY.
+ * Guest memory comes from one source (since 0.3, mem.source):
+ *  - ZVMM_SOURCE_PRIVATE: an anonymous hugetlb memfd the library makes,
+ *    fresh, gone at close;
+ *  - ZVMM_SOURCE_POOL: pool_path, a file on a hugetlbfs mount of
+ *    page_bytes pages, created when missing, kept warm between launches
+ *    (see [pool] in zvmm.conf(5));
+ *  - ZVMM_SOURCE_FD: fd, a hugetlb file the caller opened (on hugetlbfs,
+ *    or a memfd made with MFD_HUGETLB), treated as a pool: any page it
+ *    holds is someone else's data until made zero, at every open (no
+ *    state record vouches for a file the caller can write between
+ *    launches). The library duplicates the fd; the caller keeps and
+ *    closes its own;
+ *  - ZVMM_SOURCE_SERVICE: leased from zvmmd, the host's zeroing service
+ *    (zvmmd(8)), whose socket service_path names (NULL:
+ *    /run/zvmm/zvmmd.sock): chunks it zeroed ahead of time, and, when it
+ *    has too few, chunks the kernel zeroes at first touch (zvmm_stats
+ *    says how much of each). The lease ends at zvmm_guest_close().
+ * Each field means one thing: only the source's own field is set (fd -1
+ * otherwise). ZVMM_SOURCE_AUTO (0, what zvmm_mem_init() leaves) takes
+ * the source the one field set names, private when none is; two set is
+ * -EINVAL. A pool is locked (flock(2)) while open: a second open fails
+ * -EBUSY.
  */
+enum zvmm_source {
+	ZVMM_SOURCE_AUTO = 0,
+	ZVMM_SOURCE_PRIVATE = 1,
+	ZVMM_SOURCE_POOL = 2,
+	ZVMM_SOURCE_FD = 3,
+	ZVMM_SOURCE_SERVICE = 4,
+};
+
 /*
- * flags: ZVMM_MEM_SERVICE: leased from zvmmd, the host's zeroing service
- * (zvmmd(8)), whose socket pool_path names (NULL: /run/zvmm/zvmmd.sock):
- * chunks it zeroed ahead of time, and, when it has too few, chunks the
- * kernel zeroes at first touch (zvmm_stats says how much of each). The
- * lease ends at zvmm_guest_close(). Since 0.2.
+ * flags: ZVMM_MEM_SERVICE is 0.2's way to say ZVMM_SOURCE_SERVICE (since
+ * 0.2), kept for programs written for it: with it, and no service_path,
+ * pool_path is read as zvmmd's socket, as 0.2 read it. New code sets
+ * source = ZVMM_SOURCE_SERVICE and service_path instead.
  */
 #define ZVMM_MEM_SERVICE (1u << 0)
 
 struct zvmm_mem {
 	uint64_t bytes; /* a multiple of page_bytes */
 	uint64_t page_bytes; /* ZVMM_PAGE_2M or ZVMM_PAGE_1G */
-	const char *pool_path; /* a pool file, or zvmmd's socket */
-	int fd; /* -1: none */
+	const char *pool_path; /* ZVMM_SOURCE_POOL: the pool file */
+	int fd; /* ZVMM_SOURCE_FD: the caller's file; -1: none */
 	uint32_t flags; /* ZVMM_MEM_*, 0: none (since 0.2) */
-	uint64_t reserved[6]; /* zero; room for fields to come (since 0.2) */
+	uint32_t source; /* enum zvmm_source (since 0.3) */
+	uint32_t reserved32; /* zero (since 0.3) */
+	/* ZVMM_SOURCE_SERVICE: zvmmd's socket, NULL: the default (since 0.3) */
+	const char *service_path;
+	uint64_t reserved[4]; /* zero; room for fields to come (since 0.2) */
 };
 
 /*
@@ -182,11 +203,12 @@ struct zvmm_mem {
  * ABI: fields to come take reserved space, zero meaning what the library
  * did before them; a struct whose flags or reserved words this library
  * does not know is refused with -EINVAL. Programs built against 0.1
- * (whose struct ended at fd) keep working: the library has their
- * functions under symbol version ZVMM_0. A binding that looks functions
- * up at run time asks for the version it was written for:
- * dlvsym(h, "zvmm_guest_open", "ZVMM_0.2") (plain dlsym() finds the
- * newest).
+ * (whose struct ended at fd) and 0.2 (whose source and service_path were
+ * reserved, and whose ZVMM_MEM_SERVICE read pool_path as the socket)
+ * keep working: the library has their functions under symbol versions
+ * ZVMM_0 and ZVMM_0.2. A binding that looks functions up at run time
+ * asks for the version it was written for: dlvsym(h, "zvmm_guest_open",
+ * "ZVMM_0.3") (plain dlsym() finds the newest).
  */
 ZVMM_API void zvmm_mem_init(struct zvmm_mem *m, uint64_t bytes,
 			    uint64_t page_bytes);
@@ -471,9 +493,12 @@ ZVMM_API int zvmm_guest_exit(struct zvmm_guest *g);
 /*
  * The memory as one file, for a VMM that runs as another process and
  * maps a path (QEMU's memory-backend-file mem-path=/proc/self/fd/N,
- * after the fd is passed to it): @fd, owned by the library and valid
- * until close (never close it; pass a dup), and the offset of the guest
- * mapping's first byte in it. 0, or -EXDEV when the memory is several
+ * after an fd is passed to it): @fd, owned by the library and valid
+ * until close (never close it), and the offset of the guest mapping's
+ * first byte in it. Pass the VMM an open file description of its own
+ * (open(2) /proc/self/fd/@fd), never a dup: a dup shares the library's
+ * description, and a process the VMM leaves holding it could not be
+ * told from the library by zvmm_guest_handed_back(). 0, or -EXDEV when the memory is several
  * files: a zvmmd lease of more than one chunk (zvmmd.conf(5), chunk).
  * Since 0.3.
  *
@@ -492,9 +517,12 @@ ZVMM_API int zvmm_guest_file(const struct zvmm_guest *g, int *fd,
  * scrub still clears every page first). -EBUSY when a process still
  * reaches the file (a VMM that daemonized or left a child behind: it may
  * still be running a guest), -ESTALE when the file changed size: then a
- * warning says which, and on_exit leaves the memory as it is and writes
- * no record (the next launch scrubs it). -EINVAL under demand or hybrid
- * or before zvmm_guest_prepare(). Since 0.3.
+ * warning says which. On that or any other failure on_exit leaves the
+ * memory as it is and writes no record (the next launch scrubs it); so
+ * it does for a caller's fd (ZVMM_SOURCE_FD), whose holders cannot be
+ * told from the caller. A pool whose mtime or ctime moved meanwhile is
+ * scrubbed as on_exit says, without a record. -EINVAL under demand or
+ * hybrid or before zvmm_guest_prepare(). Since 0.3.
  */
 ZVMM_API int zvmm_guest_handed_back(struct zvmm_guest *g);
 

@@ -69,6 +69,12 @@ extern "C" {
 extern "C" {
     pub fn zvmm_policy_free(p: *mut zvmm_policy);
 }
+pub const ZVMM_SOURCE_AUTO: zvmm_source = 0;
+pub const ZVMM_SOURCE_PRIVATE: zvmm_source = 1;
+pub const ZVMM_SOURCE_POOL: zvmm_source = 2;
+pub const ZVMM_SOURCE_FD: zvmm_source = 3;
+pub const ZVMM_SOURCE_SERVICE: zvmm_source = 4;
+pub type zvmm_source = ::std::os::raw::c_uint;
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct zvmm_mem {
@@ -77,7 +83,10 @@ pub struct zvmm_mem {
     pub pool_path: *const ::std::os::raw::c_char,
     pub fd: ::std::os::raw::c_int,
     pub flags: u32,
-    pub reserved: [u64; 6usize],
+    pub source: u32,
+    pub reserved32: u32,
+    pub service_path: *const ::std::os::raw::c_char,
+    pub reserved: [u64; 4usize],
 }
 #[test]
 fn bindgen_test_layout_zvmm_mem() {
@@ -176,6 +185,57 @@ fn bindgen_test_layout_zvmm_mem() {
         );
     }
     test_field_flags();
+    fn test_field_source() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<zvmm_mem>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).source) as usize - ptr as usize
+            },
+            32usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(zvmm_mem),
+                "::",
+                stringify!(source)
+            )
+        );
+    }
+    test_field_source();
+    fn test_field_reserved32() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<zvmm_mem>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).reserved32) as usize - ptr as usize
+            },
+            36usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(zvmm_mem),
+                "::",
+                stringify!(reserved32)
+            )
+        );
+    }
+    test_field_reserved32();
+    fn test_field_service_path() {
+        assert_eq!(
+            unsafe {
+                let uninit = ::std::mem::MaybeUninit::<zvmm_mem>::uninit();
+                let ptr = uninit.as_ptr();
+                ::std::ptr::addr_of!((*ptr).service_path) as usize - ptr as usize
+            },
+            40usize,
+            concat!(
+                "Offset of field: ",
+                stringify!(zvmm_mem),
+                "::",
+                stringify!(service_path)
+            )
+        );
+    }
+    test_field_service_path();
     fn test_field_reserved() {
         assert_eq!(
             unsafe {
@@ -183,7 +243,7 @@ fn bindgen_test_layout_zvmm_mem() {
                 let ptr = uninit.as_ptr();
                 ::std::ptr::addr_of!((*ptr).reserved) as usize - ptr as usize
             },
-            32usize,
+            48usize,
             concat!(
                 "Offset of field: ",
                 stringify!(zvmm_mem),
