@@ -22,7 +22,7 @@
 # saying why, and the storm measures its memory side alone. N launches,
 # one after another, of a libzvmm tenant (bench/tools/storm-tenant.c) that
 # opens 1 GiB of the storm's pages, three ways:
-#   zvmmd      leased from a zvmmd of this run's own (ZVMM_MEM_SERVICE),
+#   zvmmd      leased from a zvmmd of this run's own (ZVMM_SOURCE_SERVICE),
 #              filled to its high watermark before the storm and between
 #              launches, as above
 #   warm pool  a pool file, on_exit = scrub, each launch trusting the

@@ -28,6 +28,8 @@ CARGO=${CARGO:-/usr/bin/cargo}
 RUSTC=${RUSTC:-/usr/bin/rustc}
 REGISTRY=${ZVMM_RUST_REGISTRY:-/usr/share/cargo/registry}
 export RUSTC PATH=/usr/bin:$PATH
+# The zvmmd the lease test starts (tests/service.rs): the build's.
+export ZVMMD_BIN=${ZVMMD_BIN:-$top/build/zvmmd}
 
 skip_all() {
 	if [ "${ZVMM_RUST_REQUIRE:-0}" = 1 ]; then

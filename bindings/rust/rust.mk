@@ -21,6 +21,7 @@ rust-sys-check:
 	$(Q)$(RUST_DIR)/sys-gen.sh --check
 
 rust-test:
-	$(Q)ZVMM_RUST_BUILD=$(RUST_O) $(RUST_DIR)/run-tests.sh
+	$(Q)ZVMM_RUST_BUILD=$(RUST_O) ZVMMD_BIN=$(abspath $(ZVMMD)) \
+		$(RUST_DIR)/run-tests.sh
 
 .PHONY: rust-sys rust-sys-check rust-test

@@ -365,10 +365,12 @@ impl fmt::Debug for Policy {
 
 // -------------------------------------------------------------- memory
 
-/// Guest memory to open: an anonymous hugetlb memfd (the default), a
-/// pool file on a hugetlbfs mount ([`Mem::pool`]), or a hugetlb file the
-/// caller opened ([`Mem::fd`], borrowed until the open: the library
-/// duplicates it).
+/// Guest memory to open, from one source (`struct zvmm_mem`'s source):
+/// an anonymous hugetlb memfd (the default), a pool file on a hugetlbfs
+/// mount ([`Mem::pool`]), a hugetlb file the caller opened ([`Mem::fd`],
+/// borrowed until the open: the library duplicates it), or a lease from
+/// zvmmd, the host's zeroing service ([`Mem::service`]). The last one
+/// called decides.
 #[derive(Clone)]
 pub struct Mem<'fd> {
     // Made by zvmm_mem_init(): fields the header adds later (flags,
@@ -376,6 +378,7 @@ pub struct Mem<'fd> {
     // the library refuses values it does not know.
     raw: sys::zvmm_mem,
     pool_path: Option<CString>,
+    service_path: Option<CString>,
     bad_path: bool,
     _fd: PhantomData<BorrowedFd<'fd>>,
 }
@@ -386,40 +389,69 @@ impl<'fd> Mem<'fd> {
     pub fn new(bytes: u64, page_bytes: u64) -> Mem<'fd> {
         let mut raw = std::mem::MaybeUninit::<sys::zvmm_mem>::zeroed();
         unsafe { sys::zvmm_mem_init(raw.as_mut_ptr(), bytes, page_bytes) };
+        let mut raw = unsafe { raw.assume_init() };
+        raw.source = sys::ZVMM_SOURCE_PRIVATE;
         Mem {
-            raw: unsafe { raw.assume_init() },
+            raw,
             pool_path: None,
+            service_path: None,
             bad_path: false,
             _fd: PhantomData,
         }
     }
 
+    /// One source, its field alone set (the library refuses two).
+    fn source(&mut self, source: sys::zvmm_source) {
+        self.raw.source = source;
+        self.raw.fd = -1;
+        self.pool_path = None;
+        self.service_path = None;
+        self.bad_path = false;
+    }
+
+    fn c_path(&mut self, path: &Path) -> Option<CString> {
+        // Said at check() or open(), where errors are returned.
+        CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| self.bad_path = true)
+            .ok()
+    }
+
     /// A pool file on a hugetlbfs mount of page_bytes pages, created
     /// when missing, kept warm between launches.
     pub fn pool(mut self, path: impl AsRef<Path>) -> Mem<'fd> {
-        match CString::new(path.as_ref().as_os_str().as_bytes()) {
-            Ok(p) => {
-                self.pool_path = Some(p);
-                self.bad_path = false;
-            }
-            // Said at check() or open(), where errors are returned.
-            Err(_) => self.bad_path = true,
-        }
+        self.source(sys::ZVMM_SOURCE_POOL);
+        self.pool_path = self.c_path(path.as_ref());
         self
     }
 
     /// A hugetlb file the caller opened (hugetlbfs, or a memfd with
     /// MFD_HUGETLB), treated as a pool: every page it holds is someone
     /// else's data until made zero.
-    pub fn fd<'a>(self, fd: BorrowedFd<'a>) -> Mem<'a> {
+    pub fn fd<'a>(mut self, fd: BorrowedFd<'a>) -> Mem<'a> {
+        self.source(sys::ZVMM_SOURCE_FD);
         let mut raw = self.raw;
         raw.fd = fd.as_raw_fd();
         Mem {
             raw,
-            pool_path: self.pool_path,
-            bad_path: self.bad_path,
+            pool_path: None,
+            service_path: None,
+            bad_path: false,
             _fd: PhantomData,
         }
+    }
+
+    /// Leased from zvmmd (zvmmd(8)) through its socket @socket (None:
+    /// /run/zvmm/zvmmd.sock): chunks it zeroed ahead, and, when it has
+    /// too few, chunks the kernel zeroes at first touch
+    /// (the service_zero_bytes and service_empty_bytes of [`Guest::stats`]).
+    /// The lease ends when the Guest is dropped. No pool: no state
+    /// record and no on_exit.
+    pub fn service<P: AsRef<Path>>(mut self, socket: Option<P>) -> Mem<'fd> {
+        self.source(sys::ZVMM_SOURCE_SERVICE);
+        if let Some(p) = socket {
+            self.service_path = self.c_path(p.as_ref());
+        }
+        self
     }
 
     pub fn bytes(&self) -> u64 {
@@ -430,10 +462,11 @@ impl<'fd> Mem<'fd> {
         self.raw.page_bytes
     }
 
-    /// The C struct, its pool path pointing into self.
+    /// The C struct, its paths pointing into self.
     pub fn as_raw(&self) -> sys::zvmm_mem {
         let mut raw = self.raw;
         raw.pool_path = self.pool_path.as_ref().map_or(ptr::null(), |p| p.as_ptr());
+        raw.service_path = self.service_path.as_ref().map_or(ptr::null(), |p| p.as_ptr());
         raw
     }
 
@@ -455,8 +488,10 @@ impl fmt::Debug for Mem<'_> {
         f.debug_struct("Mem")
             .field("bytes", &self.raw.bytes)
             .field("page_bytes", &self.raw.page_bytes)
+            .field("source", &self.raw.source)
             .field("pool_path", &self.pool_path)
             .field("fd", &self.raw.fd)
+            .field("service_path", &self.service_path)
             .finish()
     }
 }
@@ -572,8 +607,9 @@ unsafe impl Sync for Guest {}
 #[derive(Clone, Copy, Debug)]
 pub struct Layout<'g> {
     /// The memory's file, owned by the library: never close it (a dup
-    /// of it may be closed).
-    pub fd: BorrowedFd<'g>,
+    /// of it may be closed). None for a zvmmd lease, whose chunks are
+    /// files of their own.
+    pub fd: Option<BorrowedFd<'g>>,
     /// Of the guest mapping's first byte in the file.
     pub offset: u64,
     pub bytes: u64,
@@ -651,7 +687,7 @@ impl Guest {
         Layout {
             // Owned by the library and open until close, which needs
             // &mut self (drop): the borrow cannot outlive it.
-            fd: unsafe { BorrowedFd::borrow_raw(l.fd) },
+            fd: (l.fd >= 0).then(|| unsafe { BorrowedFd::borrow_raw(l.fd) }),
             offset: l.offset,
             bytes: l.bytes,
             page_bytes: l.page_bytes,
@@ -834,6 +870,33 @@ impl Guest {
         let _cbs = self.lock("zvmm_guest_exit")?;
         self.exited.store(true, Ordering::Release);
         check("zvmm_guest_exit", unsafe { sys::zvmm_guest_exit(self.raw.as_ptr()) }).map(|_| ())
+    }
+
+    /// The memory as one file, for a VMM that runs as another process
+    /// and maps a path (`zvmm_guest_file()`): the file, owned by the
+    /// library, and the guest mapping's offset in it. Hand the VMM a file
+    /// description of its own (open /proc/self/fd/N), never a dup; run it
+    /// only under prezero and after [`Guest::prepare`], and call
+    /// [`Guest::handed_back`] once it and its children have exited.
+    /// EXDEV: a zvmmd lease of several chunks.
+    pub fn file(&self) -> Result<(BorrowedFd<'_>, u64)> {
+        let (mut fd, mut offset) = (-1, 0u64);
+        check("zvmm_guest_file", unsafe {
+            sys::zvmm_guest_file(self.raw.as_ptr(), &mut fd, &mut offset)
+        })?;
+        // Owned by the library until close (drop, &mut self).
+        Ok((unsafe { BorrowedFd::borrow_raw(fd) }, offset))
+    }
+
+    /// Every process [`Guest::file`]'s file was handed to has exited
+    /// (`zvmm_guest_handed_back()`). EBUSY: one still holds it, and
+    /// on_exit then keeps the memory as it is, without a record.
+    pub fn handed_back(&self) -> Result<()> {
+        let _cbs = self.lock("zvmm_guest_handed_back")?;
+        check("zvmm_guest_handed_back", unsafe {
+            sys::zvmm_guest_handed_back(self.raw.as_ptr())
+        })
+        .map(|_| ())
     }
 
     /// Without a guest: makes every page zero (a warm pool for the next

@@ -108,7 +108,9 @@ impl<G: GuestHolder> ZvmmMemory<G> {
         if with_file {
             // A duplicate: the library's own fd is never to be closed,
             // and File closes what it holds.
-            let fd = unsafe { libc::fcntl(layout.fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+            // A lease has no one file (its chunks are files of their own).
+            let raw = layout.fd.ok_or_else(|| Error::new("zvmm_guest_layout", libc::EBADF))?;
+            let fd = unsafe { libc::fcntl(raw.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
             if fd < 0 {
                 return Err(Error::new(
                     "zvmm_guest_layout",
