@@ -6,6 +6,7 @@
  * version script (api/libzvmm.map).
  */
 #include <errno.h>
+#include <stddef.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -281,6 +282,18 @@ void zvmm_policy_free(struct zvmm_policy *p)
 
 /* ------------------------------------------------------------- memory */
 
+/*
+ * 0.2's struct and 0.3's are one layout (LP64): source and reserved32
+ * took 0.2's reserved[0], service_path its reserved[1].
+ */
+_Static_assert(sizeof(struct zvmm_mem) == 80, "struct zvmm_mem is 80 bytes");
+_Static_assert(offsetof(struct zvmm_mem, source) == 32,
+	       "source takes 0.2's reserved[0]");
+_Static_assert(offsetof(struct zvmm_mem, service_path) == 40,
+	       "service_path takes 0.2's reserved[1]");
+_Static_assert(offsetof(struct zvmm_mem, reserved) == 48,
+	       "reserved[] stays where 0.2's reserved[2] was");
+
 static const char *const source_names[] = { "auto", "private", "pool", "fd",
 					    "service" };
 
@@ -350,7 +363,9 @@ static int mem_opts(const struct zvmm_mem *in, struct zero_mem_opts *o)
 			       "mem.pool_path" :
 		       mem->source == ZVMM_SOURCE_FD ?
 			       "mem.fd" :
-			       "mem.bytes and mem.page_bytes (mem.fd -1)");
+		       mem->source == ZVMM_SOURCE_SERVICE ?
+			       "mem.service_path (or none: the default socket), mem.fd -1" :
+			       "mem.bytes and mem.page_bytes, mem.fd -1");
 		return -EINVAL;
 	}
 	if (mem->source == ZVMM_SOURCE_SERVICE)
@@ -916,10 +931,12 @@ static int guest_handed_back(struct zvmm_guest *v)
 	char err[512] = "";
 	int ret;
 
-	if (!v->prepared)
+	if (!v->prepared) {
+		zero_guest_keep(v->g);
 		return fail(
 			-EINVAL,
-			"zvmm_guest_handed_back() before a successful zvmm_guest_prepare()");
+			"zvmm_guest_handed_back() before a successful zvmm_guest_prepare(): on_exit keeps the memory as it is");
+	}
 	ret = zero_guest_handed_back(v->g, err, sizeof(err));
 	if (ret == -EBUSY || ret == -ESTALE) {
 		pr_warn("%s; on_exit leaves the memory as it is and no state record is written",

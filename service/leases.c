@@ -430,6 +430,19 @@ static int lease_grant(struct zvmmd *d, struct client *cl, struct pool *p,
 	filler_poke(d);
 	pthread_mutex_unlock(&d->lock);
 	ret = cl->uid ? lease_give(l, cl->uid) : 0;
+	/*
+	 * Without CAP_CHOWN (a unit of an older zvmm, a container) the
+	 * chunks go as root's, as before: a client that maps its fds is
+	 * served; one that reopens a path to them (QEMU) cannot open them.
+	 */
+	if (ret == -EPERM) {
+		static bool said;
+
+		if (!said)
+			pr_warn("cannot give leased chunks to their member's uid (no CAP_CHOWN: zvmmd.service's CapabilityBoundingSet): leases go as root's, which a VMM that reopens /proc/self/fd/N cannot open");
+		said = true;
+		ret = lease_give(l, 0);
+	}
 	if (ret) {
 		pr_warn("lease %u to pid %d: cannot give its chunks to uid %u: %s",
 			l->id, (int)cl->pid, (unsigned int)cl->uid,

@@ -19,7 +19,7 @@ int static_check(void)
 	struct zvmm_mem m;
 
 	zvmm_mem_init(&m, 4ULL << 20, ZVMM_PAGE_2M);
-	m.reserved[5] = 1;
+	m.reserved[3] = 1;
 	if (zvmm_mem_check(&m) != -EINVAL)
 		return 1;
 	if (zvmm_backends(info, 32) < 1 || !info[0].name[0])

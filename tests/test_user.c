@@ -325,6 +325,75 @@ Test(user, every_policy_tenant_after_tenant, .init = setup_kvm)
 	tenants(&root, RMNT "/pool");
 }
 
+/*
+ * zvmm exec as the user, as run: QEMU (KVM by group here, TCG where the
+ * host has none) on the user's pool, poisoned from outside first, reads
+ * zero; on_exit scrubs and writes the record in the user's state
+ * directory, and the next exec trusts it and scrubs nothing.
+ */
+Test(user, exec_runs_qemu_on_the_users_pool)
+{
+	char elf[256], pool[] = MNT "/exec";
+	const char *args[] = {
+		"exec",
+		"--mem",
+		MEM,
+		"--pool",
+		pool,
+		"--set",
+		"pool.on_exit=scrub",
+		"--json",
+		"-",
+		"--quiet",
+		"--",
+		"qemu-system-x86_64",
+		"-M",
+		"microvm,x-option-roms=off,memory-backend=m",
+		"-cpu",
+		"qemu64",
+		"-accel",
+		"kvm",
+		"-accel",
+		"tcg",
+		"-m",
+		MEM,
+		"-object",
+		"memory-backend-file,id=m,size={mem-size},mem-path={mem-path},share=on",
+		"-nodefaults",
+		"-nographic",
+		"-serial",
+		"stdio",
+		"-device",
+		"isa-debug-exit,iobase=0xf4,iosize=0x04",
+		"-kernel",
+		ROOTDIR "/touch.elf",
+		"-append",
+		"stride=2M verify=8",
+		NULL
+	};
+
+	if (system("command -v qemu-system-x86_64 >/dev/null 2>&1"))
+		test_skip(TEST_NEED_TOOL,
+			  "qemu-system-x86_64 is not installed (make deps)");
+	snprintf(elf, sizeof(elf), "%s", test_zvmm_bin());
+	*strrchr(elf, '/') = '\0';
+	strcat(elf, "/guest/touch.elf");
+	cr_assert_eq(test_copy_file(elf, ROOTDIR "/touch.elf", 0644), 0);
+	test_poison_file(pool, MEM_BYTES);
+	cr_assert_eq(chown(pool, UID, GID), 0);
+	launch(&user, args);
+	/* isa-debug-exit: QEMU's 1 is the guest's 0. */
+	cr_assert_eq(r.status, 1, "status %d: %s", r.status, r.out);
+	cr_assert(strstr(r.out, "\"nonzero_bytes\":0,"), "%s", r.out);
+	cr_assert(strstr(r.out, "\"record_written\": true"), "%s", r.out);
+	cr_assert_eq(test_json_u64(r.out, "prepare", "scrub_bytes"), MEM_BYTES);
+	launch(&user, args);
+	cr_assert_eq(r.status, 1, "status %d: %s", r.status, r.out);
+	cr_assert(strstr(r.out, "\"record_clean\": true"), "%s", r.out);
+	cr_assert_eq(test_json_u64(r.out, "prepare", "scrub_bytes"), 0);
+	cr_assert_eq(test_file_find_not_zero(pool, MEM_BYTES), -1);
+}
+
 static long free_2m(void)
 {
 	long nr, nfree;

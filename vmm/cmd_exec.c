@@ -580,14 +580,18 @@ static int exec_run(struct exec_state *s, const sigset_t *mask)
 			     WEXITED | WNOWAIT)) < 0 &&
 	       errno == EINTR)
 		;
+	/*
+	 * From here a signal cancels on_exit instead: the count taken under
+	 * the same lock, so that one that comes after it is not lost.
+	 */
 	pthread_mutex_lock(&s->pid_lock);
-	s->pid = 0; /* from here a signal cancels on_exit instead */
+	s->pid = 0;
+	s->sigs_at_end = vmm_sigwatch_count(&s->w);
 	pthread_mutex_unlock(&s->pid_lock);
 	while ((got = waitpid(s->vmm_pid, &s->wstatus, 0)) < 0 &&
 	       errno == EINTR)
 		;
 	s->t_ended = clock_now();
-	s->sigs_at_end = vmm_sigwatch_count(&s->w);
 	if (got != s->vmm_pid) {
 		pr_err("cannot learn how %s (pid %d) ended: %s", s->argv[0],
 		       (int)s->vmm_pid, strerror(errno));

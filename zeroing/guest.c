@@ -253,6 +253,11 @@ const struct zero_guest_layout *zero_guest_layout(const struct zero_guest *g)
 	return &g->layout;
 }
 
+void zero_guest_keep(struct zero_guest *g)
+{
+	g->pol.on_exit = ZERO_EXIT_KEEP;
+}
+
 int zero_guest_file(const struct zero_guest *g, int *fd, uint64_t *offset)
 {
 	const struct zero_mem *m = g->mem;
@@ -330,14 +335,20 @@ int zero_guest_handed_back(struct zero_guest *g, char *err, size_t len)
 	/*
 	 * Its mapping moved the file's atime (hugetlbfs' mmap(2) does): that
 	 * is forgiven, nothing else. A moved mtime or ctime (a chmod that
-	 * let another user in, a fallocate) keeps the stamp, and
-	 * keep_record() then writes no record.
+	 * let another user in, a fallocate) keeps the stamp, so that
+	 * keep_record() writes no record, and on_exit releases the pages
+	 * whatever the policy says: a page another user pinned while the
+	 * file was open to it (io_uring, vmsplice) is no holder the check
+	 * sees, and a scrub would leave it in the file for the next guest;
+	 * a punch takes it out.
 	 */
 	if (st.st_mtim.tv_sec != g->stamped.st_mtim.tv_sec ||
 	    st.st_mtim.tv_nsec != g->stamped.st_mtim.tv_nsec ||
 	    st.st_ctim.tv_sec != g->stamped.st_ctim.tv_sec ||
-	    st.st_ctim.tv_nsec != g->stamped.st_ctim.tv_nsec)
+	    st.st_ctim.tv_nsec != g->stamped.st_ctim.tv_nsec) {
+		g->pol.on_exit = ZERO_EXIT_RELEASE;
 		return 0;
+	}
 	/*
 	 * Stamped again, as at the open: atime before mtime, so that the
 	 * next mapping or read by anyone moves it (a second mapping would not

@@ -113,11 +113,14 @@ int zero_guest_file(const struct zero_guest *g, int *fd, uint64_t *offset)
  * do not refuse the state record. Prezero only (-EINVAL). -EBUSY, @err
  * naming the process, when one still reaches the file: on_exit is then
  * keep (no byte of a guest that may still run is changed, no record).
- * -ESTALE when the file changed size (also keep). Before
- * zero_guest_exit().
+ * -ESTALE when the file changed size (also keep). A moved mtime or
+ * ctime makes on_exit release (no record). Before zero_guest_exit().
  */
 int zero_guest_handed_back(struct zero_guest *g, char *err, size_t len)
 	__attribute__((warn_unused_result));
+
+/* on_exit is keep from now on, whatever the policy says. */
+void zero_guest_keep(struct zero_guest *g);
 
 /*
  * Before the first vCPU runs. prezero: every page made zero and mapped.

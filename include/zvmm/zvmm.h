@@ -520,8 +520,9 @@ ZVMM_API int zvmm_guest_file(const struct zvmm_guest *g, int *fd,
  * warning says which. On that or any other failure on_exit leaves the
  * memory as it is and writes no record (the next launch scrubs it); so
  * it does for a caller's fd (ZVMM_SOURCE_FD), whose holders cannot be
- * told from the caller. A pool whose mtime or ctime moved meanwhile is
- * scrubbed as on_exit says, without a record. -EINVAL under demand or
+ * told from the caller. A pool whose mtime or ctime moved meanwhile (a
+ * chmod, a fallocate) has its pages punched out (release) whatever
+ * on_exit says, and no record. -EINVAL under demand or
  * hybrid or before zvmm_guest_prepare(). Since 0.3.
  */
 ZVMM_API int zvmm_guest_handed_back(struct zvmm_guest *g);
