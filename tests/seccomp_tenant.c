@@ -325,7 +325,7 @@ static int tenant(const char *mode, bool thread, const char *on_exit)
 		mem.source = ZVMM_SOURCE_SERVICE;
 		mem.service_path = o.socket;
 	} else {
-		mem.source = ZVMM_SOURCE_POOL;
+		mem.source = o.pool ? ZVMM_SOURCE_POOL : ZVMM_SOURCE_PRIVATE;
 		mem.pool_path = o.pool;
 	}
 	ret = CALL(zvmm_mem_check, &mem);

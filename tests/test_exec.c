@@ -378,25 +378,36 @@ Test(exec, a_vmm_not_found_is_127, .init = setup_pool)
 }
 
 /*
+ * A zvmmd of the test's own, its socket in @sock: 64 MiB chunks, one
+ * kept filled, @max in all.
+ */
+static void start_zvmmd(char sock[128], const char *max)
+{
+	char conf[128], text[512];
+
+	test_need_root("zvmmd mounts hugetlbfs");
+	if (access(test_zvmmd_bin(), X_OK))
+		test_skip(TEST_NEED_TOOL, "no %s (make)", test_zvmmd_bin());
+	snprintf(conf, sizeof(conf), "%s/zvmmd.conf", tmp);
+	snprintf(sock, 128, "%s/zvmmd.sock", tmp);
+	snprintf(text, sizeof(text),
+		 "[service]\nsocket = %s\ndir = %s/chunks\ngroup = root\n"
+		 "[pages.2M]\nchunk = 64M\nlow = 64M\nhigh = 64M\nmax = %s\n",
+		 sock, tmp, max);
+	test_write_text(conf, text);
+	test_zvmmd_start(conf, sock, tmp, 60, &zvmmd_pid);
+}
+
+/*
  * A zvmmd lease, tenant after tenant: the first's marks are not found by
  * the second, and every chunk goes back. A request that would span
  * chunks is refused with what to configure.
  */
 Test(exec, a_zvmmd_lease_boots_clean_and_goes_back, .init = setup_pool)
 {
-	char conf[128], sock[128], text[512];
+	char sock[128];
 
-	test_need_root("zvmmd mounts hugetlbfs");
-	if (access(test_zvmmd_bin(), X_OK))
-		test_skip(TEST_NEED_TOOL, "no %s (make)", test_zvmmd_bin());
-	snprintf(conf, sizeof(conf), "%s/zvmmd.conf", tmp);
-	snprintf(sock, sizeof(sock), "%s/zvmmd.sock", tmp);
-	snprintf(text, sizeof(text),
-		 "[service]\nsocket = %s\ndir = %s/chunks\ngroup = root\n"
-		 "[pages.2M]\nchunk = 64M\nlow = 64M\nhigh = 64M\nmax = 192M\n",
-		 sock, tmp);
-	test_write_text(conf, text);
-	test_zvmmd_start(conf, sock, tmp, 60, &zvmmd_pid);
+	start_zvmmd(sock, "192M");
 	exec_qemu((const char *[]){ "--pool-service", "--socket", sock, NULL },
 		  "mark=16 seed=9");
 	cr_assert_eq(r.status, GUEST(0), "first tenant: %s", r.out);
@@ -438,20 +449,10 @@ Test(exec, a_zvmmd_lease_boots_clean_and_goes_back, .init = setup_pool)
  */
 Test(exec, a_member_runs_qemu_on_its_lease, .init = setup_pool)
 {
-	char conf[128], sock[128], text[512], guest[128];
+	char sock[128], guest[128];
 	const char *argv[QEMU_MAX];
 
-	test_need_root("zvmmd mounts hugetlbfs, and the test drops to a user");
-	if (access(test_zvmmd_bin(), X_OK))
-		test_skip(TEST_NEED_TOOL, "no %s (make)", test_zvmmd_bin());
-	snprintf(conf, sizeof(conf), "%s/zvmmd.conf", tmp);
-	snprintf(sock, sizeof(sock), "%s/zvmmd.sock", tmp);
-	snprintf(text, sizeof(text),
-		 "[service]\nsocket = %s\ndir = %s/chunks\ngroup = root\n"
-		 "[pages.2M]\nchunk = 64M\nlow = 64M\nhigh = 64M\nmax = 128M\n",
-		 sock, tmp);
-	test_write_text(conf, text);
-	test_zvmmd_start(conf, sock, tmp, 60, &zvmmd_pid);
+	start_zvmmd(sock, "128M");
 	/* The user reaches the socket and a copy of the guest. */
 	cr_assert_eq(chmod(tmp, 0711), 0);
 	cr_assert_eq(chmod(sock, 0666), 0);

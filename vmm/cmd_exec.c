@@ -501,16 +501,10 @@ static int exec_on_exit(struct exec_state *s, bool vmm_ran)
 		s->held = ret == -EBUSY;
 	}
 	(void)!zvmm_guest_stop(s->g);
-	zvmm_guest_rearm(s->g);
-	/* A signal once the VMM was gone cancels on_exit. */
-	if (vmm_sigwatch_count(&s->w) != s->sigs_at_end)
-		zvmm_guest_cancel(s->g);
-	if (zvmm_guest_exit(s->g) == -ECANCELED &&
-	    vmm_sigwatch_count(&s->w) != s->sigs_at_end) {
-		pr_err("interrupted during the pool's on_exit: no state record was written");
-		return EXIT_INTERRUPTED;
-	}
-	return 0;
+	return vmm_guest_exit_watched(&s->w, s->sigs_at_end, s->g) ==
+			       -ECANCELED ?
+		       EXIT_INTERRUPTED :
+		       0;
 }
 
 /* After the VMM: on_exit, the summary, the report. */

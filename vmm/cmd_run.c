@@ -452,19 +452,9 @@ static void run_exit(struct run_state *s)
 		.loader_ms = (s->t_loaded - s->t_vcpus) * 1e3,
 		.start_ms = (s->t_ready - s->t_loaded) * 1e3,
 	};
-	/*
-	 * on_exit may take a while (scrub): a signal from now on cancels it,
-	 * one that ended the run does not. libzvmm logs a failure.
-	 */
-	zvmm_guest_rearm(s->g);
-	/* A signal between the run's end and the rearm was cleared by it. */
-	if (vmm_sigwatch_count(&s->w) != s->sigs_at_end)
-		zvmm_guest_cancel(s->g);
-	if (zvmm_guest_exit(s->g) == -ECANCELED &&
-	    vmm_sigwatch_count(&s->w) != s->sigs_at_end) {
-		pr_err("interrupted during the pool's on_exit: no state record was written");
+	/* libzvmm logs a failure. */
+	if (vmm_guest_exit_watched(&s->w, s->sigs_at_end, s->g) == -ECANCELED)
 		s->status = EXIT_INTERRUPTED;
-	}
 	zvmm_guest_stats(s->g, &f.z);
 	if (s->o.a.verbose)
 		vmm_report_phases(stderr, &f);

@@ -7,6 +7,8 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "../include/zvmm/zvmm.h"
+#include "../lib/log.h"
 #include "sigwatch.h"
 
 /*
@@ -105,6 +107,23 @@ fail:
 		close(w->efd);
 	w->sfd = w->efd = -1;
 	return ret;
+}
+
+int vmm_guest_exit_watched(struct vmm_sigwatch *w, unsigned int sigs_at_end,
+			   struct zvmm_guest *g)
+{
+	int ret;
+
+	zvmm_guest_rearm(g);
+	/* A signal between the run's end and the rearm was cleared by it. */
+	if (vmm_sigwatch_count(w) != sigs_at_end)
+		zvmm_guest_cancel(g);
+	ret = zvmm_guest_exit(g);
+	if (ret == -ECANCELED && vmm_sigwatch_count(w) != sigs_at_end) {
+		pr_err("interrupted during the pool's on_exit: no state record was written");
+		return -ECANCELED;
+	}
+	return ret == -ECANCELED ? 0 : ret;
 }
 
 int vmm_sigwatch_seen(struct vmm_sigwatch *w)

@@ -43,4 +43,15 @@ unsigned int vmm_sigwatch_count(struct vmm_sigwatch *w);
  */
 void vmm_sigwatch_stop(struct vmm_sigwatch *w);
 
+struct zvmm_guest;
+
+/*
+ * zvmm_guest_exit() once the run is over, @sigs_at_end the watcher's
+ * count when it ended: on_exit may take a while (scrub), and a signal
+ * from then on cancels it, one that ended the run does not. -ECANCELED,
+ * said, when a signal cut it short; else what the exit returned.
+ */
+int vmm_guest_exit_watched(struct vmm_sigwatch *w, unsigned int sigs_at_end,
+			   struct zvmm_guest *g);
+
 #endif

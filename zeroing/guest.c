@@ -96,6 +96,23 @@ static bool samples_zero(const struct zero_mem *m)
 }
 
 /*
+ * Stamps the pool (zero_record_stamp(): no record written before
+ * matches, atime before mtime so that the next mapping or read moves
+ * it) and gives its times now in @st.
+ */
+static int stamp(struct zero_mem *m, struct stat *st, char *err, size_t len)
+{
+	int ret = zero_record_stamp(m);
+
+	if (!ret && fstat(m->fd, st))
+		ret = -errno;
+	if (ret)
+		snprintf(err, len, "cannot stamp pool %s: %s", m->path,
+			 strerror(-ret));
+	return ret;
+}
+
+/*
  * A pool's state record is consumed at every launch, clean or not, so no
  * record survives that a later crash could make a lie. Only a reused file
  * with a valid record, whose allocation still matches it and whose
@@ -121,14 +138,9 @@ static int take_record(struct zero_guest *g, char *err, size_t len)
 		return ret;
 	}
 	/* From now on no record written before this launch matches. */
-	ret = zero_record_stamp(m);
-	if (!ret && fstat(m->fd, &st))
-		ret = -errno;
-	if (ret) {
-		snprintf(err, len, "cannot stamp pool %s: %s", m->path,
-			 strerror(-ret));
+	ret = stamp(m, &st, err, len);
+	if (ret)
 		return ret;
-	}
 	/*
 	 * Again after the stamp, which hides an atime that a mapping made
 	 * since the open's probe moved: such a holder is seen here.
@@ -355,12 +367,8 @@ int zero_guest_handed_back(struct zero_guest *g, char *err, size_t len)
 	 * move an atime already past mtime, relatime), then alone again, as
 	 * take_record() does: a holder the stamp's atime would hide is seen.
 	 */
-	ret = zero_record_stamp(m);
-	if (!ret && fstat(m->fd, &st))
-		ret = -errno;
+	ret = stamp(m, &st, err, len);
 	if (ret) {
-		snprintf(err, len, "cannot stamp pool %s: %s", m->path,
-			 strerror(-ret));
 		g->pol.on_exit = ZERO_EXIT_KEEP;
 		return ret;
 	}
